@@ -1,0 +1,88 @@
+"""Test tiers for iostack.
+
+Every test lives in one tier directory, and the tier is its marker:
+
+- tests/unit         pure Python, no external programs;
+- tests/integration  real components on this node (Lmod, ReFrame, ecCodes/FDB,
+                     Ansible, loop devices, Slurm, cross compilers, linters);
+- tests/spack        needs Spack; skipped with one reason when Spack is absent.
+
+At the end of a run a per-tier summary is printed, so a reader of CI output sees
+at once which tiers ran and which were skipped.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import pathlib
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "lib"))
+
+TIERS = ("unit", "integration", "spack")
+_outcomes: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
+_skip_reasons: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
+
+
+def _tier_of(path: pathlib.Path) -> str | None:
+    try:
+        rel = path.resolve().relative_to(REPO / "tests")
+    except ValueError:
+        return None
+    return rel.parts[0] if rel.parts and rel.parts[0] in TIERS else None
+
+
+def pytest_configure(config):
+    for tier in TIERS:
+        config.addinivalue_line("markers", f"{tier}: iostack {tier} tier")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = _tier_of(pathlib.Path(str(item.fspath)))
+        if tier:
+            item.add_marker(getattr(pytest.mark, tier))
+
+
+def pytest_runtest_logreport(report):
+    tier = _tier_of(pathlib.Path(report.fspath)) if report.fspath else None
+    if tier is None:
+        return
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        if report.skipped:
+            _outcomes[tier]["skipped"] += 1
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            _skip_reasons[tier][reason.removeprefix("Skipped: ")] += 1
+        elif report.passed:
+            _outcomes[tier]["passed"] += 1
+        else:
+            _outcomes[tier]["failed"] += 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    tr = terminalreporter
+    tr.section("iostack tiers")
+    for tier in TIERS:
+        c = _outcomes[tier]
+        tr.write_line(f"{tier:12s} passed={c['passed']} failed={c['failed']} skipped={c['skipped']}")
+        for reason, n in _skip_reasons[tier].most_common():
+            tr.write_line(f"{'':12s} skipped {n}: {reason}")
+
+
+@pytest.fixture(scope="session")
+def repo() -> pathlib.Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def venv_bin() -> pathlib.Path:
+    """bin/ of the Python environment running the tests (the set-up's venv)."""
+    return pathlib.Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def is_root() -> bool:
+    return os.geteuid() == 0
