@@ -20,7 +20,9 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+# bin/iostack's library and the ReFrame helpers are importable from every test.
 sys.path.insert(0, str(REPO / "lib"))
+sys.path.insert(0, str(REPO / "reframe-tests"))
 
 TIERS = ("unit", "integration", "spack")
 _outcomes: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}

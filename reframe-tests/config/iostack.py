@@ -46,7 +46,7 @@ site_configuration = {
     'modes': [
         {
             'name': 'nightly',
-            'options': ['--max-retries=1', '--strict', '--exec-policy=async'],
+            'options': ['--max-retries=1', '--exec-policy=async'],
         },
     ],
     'general': [

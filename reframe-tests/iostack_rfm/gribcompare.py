@@ -86,7 +86,7 @@ def _index(path: str) -> tuple[list[bytes], dict[tuple[str, ...], bytes]]:
     if len(keys) != len(messages):
         raise GribFormatError(f"{path}: grib_get saw {len(keys)} messages, split found {len(messages)}")
     index: dict[tuple[str, ...], bytes] = {}
-    for key, msg in zip(keys, messages):
+    for key, msg in zip(keys, messages, strict=True):
         if key in index:
             raise GribFormatError(f"{path}: duplicate field {'/'.join(key)}")
         index[key] = msg

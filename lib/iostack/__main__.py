@@ -1,0 +1,5 @@
+import sys
+
+from iostack.cli import main
+
+sys.exit(main())

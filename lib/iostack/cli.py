@@ -1,0 +1,160 @@
+"""bin/iostack: set-up, tests and a site's deployment."""
+import argparse
+import shutil
+import sys
+
+from iostack import paths, reframe, sites, spack
+from iostack.run import CommandFailed, die, run
+
+
+def cmd_setup(args):
+    from iostack import setup
+
+    return setup.main(args)
+
+
+def cmd_test(args):
+    python = paths.venv() / "bin" / "python"
+    if not python.exists():
+        die("no venv: run bin/iostack setup first")
+    return run([python, "-m", "pytest", *args.pytest_args], cwd=paths.REPO, check=False).returncode
+
+
+def cmd_sites(args):
+    for site in sites.spack_sites():
+        print(site)
+    return 0
+
+
+def _spack_or_die():
+    try:
+        spack.locate()
+    except spack.SpackMissing as e:
+        die(str(e))
+
+
+def cmd_spack(args):
+    sites.check_site(args.site)
+    _spack_or_die()
+    root = paths.deploy_root(args.site, args.root)
+    return spack.spack(args.spack_args, root, site=args.site, check=False).returncode
+
+
+def install_meta_modules(root_dir):
+    """Hand-written meta-modules go beside Spack's Core modules, after Spack's refresh."""
+    core = root_dir / "modulefiles" / "Core"
+    core.mkdir(parents=True, exist_ok=True)
+    installed = []
+    for src in sorted(paths.META_MODULES.iterdir()):
+        if src.is_dir() and any(src.glob("*.lua")):
+            dest = core / src.name
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(src, dest, symlinks=True)
+            installed.append(src.name)
+    if installed:
+        print(f"iostack: meta-modules installed in {core}: {', '.join(installed)}")
+
+
+def cmd_deploy(args):
+    site = sites.check_site(args.site)
+    _spack_or_die()
+    root = paths.deploy_root(site, args.root)
+    print(f"iostack: deploying site {site} into {root}")
+    try:
+        spack.spack(["concretize"], root, site=site)
+        spack.spack(["install", "--fail-fast"], root, site=site)
+        spack.spack(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site)
+    except CommandFailed as e:
+        die(str(e), rc=1)
+    install_meta_modules(root)
+    print("iostack: modules ready. Use them with:\n"
+          f"  module use {root / 'modulefiles' / 'Core'}\n  module load fdb")
+    if args.skip_regression:
+        return 0
+    return reframe.reframe(site, root, extra=args.reframe_args)
+
+
+def cmd_nightly(args):
+    site = sites.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    return reframe.reframe(args.system or site, root, extra=args.reframe_args, mode=args.mode)
+
+
+def cmd_lock(args):
+    from iostack import locks
+
+    _spack_or_die()
+    failed = 0
+    for site in args.sites or sites.spack_sites():
+        sites.check_site(site)
+        lock, seconds = locks.fresh_lock(site)
+        diff = locks.differences(locks.committed_lock(site), lock)
+        roots = ", ".join(r["spec"] for r in lock["roots"])
+        print(f"iostack: {site}: concretized in {seconds:.0f} s; roots: {roots}")
+        if not diff:
+            print(f"iostack: {site}: spack.lock is fresh")
+        elif args.update:
+            locks.write(site, lock)
+            print(f"iostack: {site}: spack.lock updated ({len(diff)} changes)")
+        else:
+            failed += 1
+            print(f"iostack: {site}: spack.lock is STALE:\n  " + "\n  ".join(diff))
+    return 1 if failed else 0
+
+
+def parser():
+    ap = argparse.ArgumentParser(prog="iostack", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("setup", help="install system packages, the Python tools and Spack")
+    p.add_argument("--skip-apt", action="store_true",
+                   help="do not run apt; fail with the apt line if packages are missing")
+    p.set_defaults(func=cmd_setup)
+
+    p = sub.add_parser("test", help="run the repository's test suite (pytest)")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("sites", help="list the sites")
+    p.set_defaults(func=cmd_sites)
+
+    def site_args(p):
+        p.add_argument("--site", default="local", help="site name (default: local)")
+        p.add_argument("--root", help="deployment root (default: $IOSTACK_ROOT or deploy/<site>)")
+
+    p = sub.add_parser("deploy", help="install a site's stack, generate its modules, run its regression")
+    site_args(p)
+    p.add_argument("--skip-regression", action="store_true")
+    p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
+    p.set_defaults(func=cmd_deploy)
+
+    p = sub.add_parser("nightly", help="run a site's ReFrame regression")
+    site_args(p)
+    p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
+    p.add_argument("--mode", default="nightly", help="ReFrame mode (nightly, weekly)")
+    p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
+    p.set_defaults(func=cmd_nightly)
+
+    p = sub.add_parser("lock", help="check (or --update) sites' committed spack.lock")
+    p.add_argument("sites", nargs="*", help="sites (default: all)")
+    p.add_argument("--update", action="store_true", help="write the fresh lock")
+    p.set_defaults(func=cmd_lock)
+
+    p = sub.add_parser("spack", help="run spack in a site's environment with iostack's config")
+    site_args(p)
+    p.add_argument("spack_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_spack)
+    return ap
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The repository's own linters: yamllint, ruff, shellcheck, luacheck, actionlint."""
+import shutil
+import subprocess
+
+import pytest
+
+from iostack import paths
+
+
+def run(cmd):
+    p = subprocess.run(cmd, cwd=paths.REPO, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def tracked(*patterns):
+    out = subprocess.run(["git", "ls-files", *patterns], cwd=paths.REPO, capture_output=True,
+                         text=True).stdout.split()
+    return [f for f in out if (paths.REPO / f).exists()]
+
+
+def test_yamllint(venv_bin):
+    run([str(venv_bin / "yamllint"), "-s", "-c", ".yamllint", "."])
+
+
+def test_ruff(venv_bin):
+    run([str(venv_bin / "ruff"), "check", "."])
+
+
+def test_shellcheck():
+    if not shutil.which("shellcheck"):
+        pytest.skip("shellcheck not installed (apt: shellcheck)")
+    scripts = [f for f in tracked() if (paths.REPO / f).is_file()
+               and (paths.REPO / f).read_bytes()[:32].startswith((b"#!/bin/sh", b"#!/bin/bash",
+                                                                   b"#!/usr/bin/env bash"))]
+    assert "bin/iostack" in scripts and ".ci/run" in scripts
+    run(["shellcheck", *scripts])
+
+
+def test_luacheck_and_lmod_syntax():
+    lua = tracked("modulefiles/*.lua", "modulefiles/**/*.lua")
+    if not lua:
+        pytest.skip("no hand-written modulefiles yet")
+    if not shutil.which("luacheck"):
+        pytest.skip("luacheck not installed (apt: lua-check)")
+    run(["luacheck", "--config", "modulefiles/.luacheckrc", *lua])
+
+
+def test_actionlint(venv_bin):
+    exe = shutil.which("actionlint") or (venv_bin / "actionlint")
+    if not shutil.which(str(exe)):
+        pytest.skip("actionlint not installed (bin/iostack setup installs it with Go)")
+    run([str(exe), "-shellcheck=" + (shutil.which("shellcheck") or "")])

@@ -1,0 +1,83 @@
+"""bin/iostack: clear errors, commands shown before they run, set-up without root."""
+import os
+import subprocess
+
+import pytest
+
+from iostack import paths, setup, spack
+
+
+def iostack(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([str(paths.REPO / "bin" / "iostack"), *args], capture_output=True,
+                          text=True, env=e)
+
+
+def test_unknown_site_fails_before_anything_runs():
+    p = iostack("deploy", "--site", "atlantis")
+    assert p.returncode == 2
+    assert "unknown site 'atlantis'" in p.stderr
+    assert "+ " not in p.stdout  # no command was run
+
+
+def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_path):
+    p = iostack("deploy", "--root", str(tmp_path / "r"),
+                env={"SPACK_ROOT": str(tmp_path / "nospack"), "IOSTACK_CACHE": str(tmp_path)})
+    assert p.returncode == 2
+    assert "Spack not found" in p.stderr and "SPACK_ROOT" in p.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_spack_location_prefers_spack_root(tmp_path, monkeypatch):
+    for d in ("a/bin", "p/repos/spack_repo/builtin"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "a/bin/spack").write_text("")
+    (tmp_path / "p/repos/spack_repo/builtin/repo.yaml").write_text("")
+    monkeypatch.setenv("SPACK_ROOT", str(tmp_path / "a"))
+    monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "p"))
+    assert spack.locate() == (tmp_path / "a", tmp_path / "p")
+    monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "missing"))
+    with pytest.raises(spack.SpackMissing, match="spack-packages"):
+        spack.locate()
+
+
+def test_spack_environment_isolates_user_config(tmp_path, monkeypatch):
+    for d in ("a/bin", "p/repos/spack_repo/builtin"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "a/bin/spack").write_text("")
+    (tmp_path / "p/repos/spack_repo/builtin/repo.yaml").write_text("")
+    monkeypatch.setenv("SPACK_ROOT", str(tmp_path / "a"))
+    monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "p"))
+    env = spack.environment(tmp_path / "root")
+    assert env["SPACK_DISABLE_LOCAL_CONFIG"] == "1"
+    assert env["IOSTACK_ROOT"] == tmp_path / "root"
+    assert str(env["SPACK_USER_CACHE_PATH"]).startswith(str(tmp_path / "root"))
+
+
+def test_setup_without_root_prints_the_apt_line_and_stops(monkeypatch, capsys):
+    monkeypatch.setattr(setup, "missing_apt_packages", lambda pkgs: ["fdb5", "lmod"])
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    ran = []
+    monkeypatch.setattr(setup, "run", lambda *a, **k: ran.append(a))
+    with pytest.raises(SystemExit) as e:
+        setup.system_packages(skip_apt=False)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "apt-get install -y --no-install-recommends fdb5 lmod" in err
+    assert ran == []
+
+
+def test_apt_list_has_the_local_stack():
+    pkgs = setup.apt_packages()
+    for needed in ("lmod", "openmpi-bin", "gfortran", "cmake", "libeccodes-tools",
+                   "libeccodes-dev", "libeckit-dev", "fdb5", "libfdb5-dev"):
+        assert needed in pkgs
+    assert len(pkgs) == len(set(pkgs))
+
+
+def test_commands_are_printed_before_they_run(capsys):
+    from iostack.run import run
+
+    run(["true"], env_extra={"A": "b c"}, cwd="/")
+    assert capsys.readouterr().out.strip() == "+ cd / && A='b c' true"
