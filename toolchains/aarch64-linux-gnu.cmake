@@ -1,0 +1,69 @@
+# iostack toolchain: cross-compile for aarch64 Linux (OCI Ampere A1 nodes,
+# Ampere Altra = Arm Neoverse N1) from an x86_64 build host with the GNU
+# cross compilers (Debian/Ubuntu: gcc-aarch64-linux-gnu, g++-..., gfortran-...).
+#
+#   cmake   -DCMAKE_TOOLCHAIN_FILE=<iostack>/toolchains/aarch64-linux-gnu.cmake \
+#           -C <iostack>/toolchains/preseed/aarch64-linux-gnu.cmake ...
+#   ecbuild --toolchain=<iostack>/toolchains/aarch64-linux-gnu.cmake \
+#           -C <iostack>/toolchains/preseed/aarch64-linux-gnu.cmake ...
+#
+# Plain CMake try_run()/check_*_source_runs() execute through qemu-aarch64
+# (CMAKE_CROSSCOMPILING_EMULATOR). ecbuild's own run checks do not use the
+# emulator (ecbuild_try_run calls execute_process directly), so ecbuild
+# projects still need the -C pre-seed file. See README.md.
+#
+# Knobs (cache variables, set with -D):
+#   IOSTACK_AARCH64_PREFIX    compiler prefix        (aarch64-linux-gnu-)
+#   IOSTACK_AARCH64_SYSROOT   target libraries root  (/usr/aarch64-linux-gnu)
+#   IOSTACK_AARCH64_CPU       -mcpu value, empty = compiler default (neoverse-n1)
+#   IOSTACK_USE_EMULATOR      run try_run programs under qemu (ON)
+
+# CMAKE_SYSTEM_NAME set here is what makes CMake cross-compile
+# (CMAKE_CROSSCOMPILING TRUE): try_run no longer executes target code natively.
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+
+set(IOSTACK_AARCH64_PREFIX "aarch64-linux-gnu-" CACHE STRING "Prefix of the aarch64 cross compilers")
+set(IOSTACK_AARCH64_SYSROOT "/usr/aarch64-linux-gnu" CACHE PATH "Root of the aarch64 target libraries")
+set(IOSTACK_AARCH64_CPU "neoverse-n1" CACHE STRING "-mcpu= for the target (empty: compiler default)")
+option(IOSTACK_USE_EMULATOR "Run plain CMake try_run programs under qemu-aarch64" ON)
+
+set(CMAKE_C_COMPILER       "${IOSTACK_AARCH64_PREFIX}gcc")
+set(CMAKE_CXX_COMPILER     "${IOSTACK_AARCH64_PREFIX}g++")
+set(CMAKE_Fortran_COMPILER "${IOSTACK_AARCH64_PREFIX}gfortran")
+
+# Search target libraries/headers only in the target root, programs only on
+# the host. Packages may come from either: ecbuild itself is a host-side,
+# architecture-independent CMake package (/usr/share/ecbuild), so ONLY would
+# hide it; target packages installed under the target root are still found.
+set(CMAKE_FIND_ROOT_PATH "${IOSTACK_AARCH64_SYSROOT}")
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
+
+# ecbuild's Fortran feature checks test CROSS_COMPILING, not
+# CMAKE_CROSSCOMPILING: without this they run aarch64 binaries on the host.
+set(CROSS_COMPILING ON)
+
+# CMake reads a toolchain file more than once per configure: append once.
+if(IOSTACK_AARCH64_CPU)
+  foreach(_lang C CXX Fortran)
+    if(NOT CMAKE_${_lang}_FLAGS_INIT MATCHES "-mcpu=")
+      string(APPEND CMAKE_${_lang}_FLAGS_INIT " -mcpu=${IOSTACK_AARCH64_CPU}")
+    endif()
+  endforeach()
+endif()
+
+if(IOSTACK_USE_EMULATOR)
+  find_program(IOSTACK_QEMU_AARCH64 NAMES qemu-aarch64 qemu-aarch64-static)
+  if(IOSTACK_QEMU_AARCH64)
+    # -L: where qemu finds the target's dynamic loader and shared libraries.
+    set(CMAKE_CROSSCOMPILING_EMULATOR "${IOSTACK_QEMU_AARCH64};-L;${IOSTACK_AARCH64_SYSROOT}")
+  endif()
+endif()
+
+# Reproducibility build type used by ecbuild projects ("Bit") and plain CMake
+# projects configured with -DCMAKE_BUILD_TYPE=Bit.
+set(IOSTACK_COMPILER_FAMILY GNU)
+include("${CMAKE_CURRENT_LIST_DIR}/include/compiler-flags.cmake")
