@@ -139,9 +139,9 @@ def test_every_mode_verifies_with_one_checksum(runs, capsys):
 
     serial = float(runs[("serial", "netcdf")][1]["seconds"])
     with capsys.disabled():
-        for (mode, library), (_, summary, _) in runs.items():
-            print(f"\n  netcdf-output-bench {mode:9s} {summary['library']:8s} {summary['seconds']:>10s} s"
-                  f" {summary['MiB/s']:>9s} MiB/s", end="")
+        for _, summary, _ in runs.values():
+            print(f"\n  netcdf-output-bench {summary['mode']:9s} {summary['library']:8s}"
+                  f" {summary['seconds']:>10s} s {summary['MiB/s']:>9s} MiB/s", end="")
         batching = float(runs[("batching", "netcdf")][1]["seconds"])
         print(f"\n  batching/serial speedup (serial s / batching s, netCDF-C): "
               f"{serial / batching:.2f}x")
