@@ -126,38 +126,6 @@ set(EC_BIG_ENDIAN "${EC_BIG_ENDIAN}" CACHE INTERNAL "target is big endian")
 set(EC_LITTLE_ENDIAN "${EC_LITTLE_ENDIAN}" CACHE INTERNAL "target is little endian")
 list(APPEND IOSTACK_PRESEED_VARS EC_BIG_ENDIAN EC_LITTLE_ENDIAN)
 
-# eccodes: does the compiled code store IEEE doubles/floats big/little endian?
-foreach(_order BE LE)
-  if(NOT DEFINED IEEE_${_order})
-    if(_order STREQUAL "LE")
-      set(_little 1)
-    else()
-      set(_little 0)
-    endif()
-    check_c_source_runs("
-#include <string.h>
-int main(void)
-{
-    const unsigned char d_be[8] = {0x3f, 0xf0, 0, 0, 0, 0, 0, 0};  /* 1.0  */
-    const unsigned char f_be[4] = {0x3f, 0x80, 0, 0};              /* 1.0f */
-    unsigned char d[8], f[4];
-    double x = 1.0;
-    float y = 1.0f;
-    int i, little = ${_little};
-    if (sizeof(double) != 8 || sizeof(float) != 4) return 1;
-    memcpy(d, &x, 8);
-    memcpy(f, &y, 4);
-    for (i = 0; i < 8; i++) if (d[i] != d_be[little ? 7 - i : i]) return 1;
-    for (i = 0; i < 4; i++) if (f[i] != f_be[little ? 3 - i : i]) return 1;
-    return 0;
-}" IEEE_${_order})
-    if("${IEEE_${_order}}" STREQUAL "")
-      set(IEEE_${_order} 0 CACHE INTERNAL "Test IEEE_${_order}")
-    endif()
-  endif()
-  list(APPEND IOSTACK_PRESEED_VARS IEEE_${_order})
-endforeach()
-
 # -- ecbuild_check_c_source_return (legacy ecbuild run checks + iostack) ------
 if(NOT DEFINED EC_HAVE_PROCFS)
   ecbuild_check_c_source_return("
@@ -204,6 +172,41 @@ int main(void) { printf(\"%d\", LDBL_MANT_DIG); return 0; }"
   VAR IOSTACK_HAVE_LDBL_MANT_DIG OUTPUT IOSTACK_LDBL_MANT_DIG)
 _iostack_require_ran(IOSTACK_HAVE_LDBL_MANT_DIG)
 list(APPEND IOSTACK_PRESEED_VARS IOSTACK_HAVE_LDBL_MANT_DIG IOSTACK_LDBL_MANT_DIG)
+
+# -- plain CMake run check (eccodes) ---------------------------------------
+# Does the compiled code store IEEE doubles/floats big/little endian?
+# check_c_source_runs honours CMAKE_CROSSCOMPILING: with neither emulator
+# nor pre-seed it stops the configure (CMake 3.25.1 even crashes there).
+foreach(_order BE LE)
+  if(NOT DEFINED IEEE_${_order})
+    if(_order STREQUAL "LE")
+      set(_little 1)
+    else()
+      set(_little 0)
+    endif()
+    check_c_source_runs("
+#include <string.h>
+int main(void)
+{
+    const unsigned char d_be[8] = {0x3f, 0xf0, 0, 0, 0, 0, 0, 0};  /* 1.0  */
+    const unsigned char f_be[4] = {0x3f, 0x80, 0, 0};              /* 1.0f */
+    unsigned char d[8], f[4];
+    double x = 1.0;
+    float y = 1.0f;
+    int i, little = ${_little};
+    if (sizeof(double) != 8 || sizeof(float) != 4) return 1;
+    memcpy(d, &x, 8);
+    memcpy(f, &y, 4);
+    for (i = 0; i < 8; i++) if (d[i] != d_be[little ? 7 - i : i]) return 1;
+    for (i = 0; i < 4; i++) if (f[i] != f_be[little ? 3 - i : i]) return 1;
+    return 0;
+}" IEEE_${_order})
+    if("${IEEE_${_order}}" STREQUAL "")
+      set(IEEE_${_order} 0 CACHE INTERNAL "Test IEEE_${_order}")
+    endif()
+  endif()
+  list(APPEND IOSTACK_PRESEED_VARS IEEE_${_order})
+endforeach()
 
 # -- Fortran -------------------------------------------------------------------
 ecbuild_check_fortran_source_return("
