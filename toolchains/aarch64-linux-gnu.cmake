@@ -32,15 +32,16 @@ set(CMAKE_C_COMPILER       "${IOSTACK_AARCH64_PREFIX}gcc")
 set(CMAKE_CXX_COMPILER     "${IOSTACK_AARCH64_PREFIX}g++")
 set(CMAKE_Fortran_COMPILER "${IOSTACK_AARCH64_PREFIX}gfortran")
 
-# Search target libraries/headers only in the target root, programs only on
-# the host. Packages may come from either: ecbuild itself is a host-side,
-# architecture-independent CMake package (/usr/share/ecbuild), so ONLY would
-# hide it; target packages installed under the target root are still found.
+# Libraries, headers and CMake packages come only from the target root, so
+# the host's x86_64 eckit/eccodes package configs are never picked up;
+# programs come from the host. ecbuild (a host-side, architecture-independent
+# package) is unaffected: ecbuild projects find it before project(), when
+# this file is not yet in effect.
 set(CMAKE_FIND_ROOT_PATH "${IOSTACK_AARCH64_SYSROOT}")
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
 # ecbuild's Fortran feature checks test CROSS_COMPILING, not
 # CMAKE_CROSSCOMPILING: without this they run aarch64 binaries on the host.

@@ -71,6 +71,15 @@ def test_trycheck_with_emulator_configures_with_target_answers(trycheck_build):
     assert re.search(r"^IOSTACK_QEMU_AARCH64:FILEPATH=.*qemu-aarch64", cache, re.M)
 
 
+def test_host_packages_are_not_found_for_the_target(trycheck_build):
+    # libeckit-dev on this host ships an x86_64 eckit CMake package; the
+    # cross configure must not pick it up (a native configure does).
+    if not pathlib.Path("/usr/lib/x86_64-linux-gnu/cmake/eckit").is_dir():
+        pytest.skip("no host eckit package to be confused with")
+    _, out = trycheck_build
+    assert "trycheck: eckit_FOUND=0" in out
+
+
 def test_trycheck_host_answers_differ_from_target(tmp_path):
     # The same probe built and run natively gives the x86_64 answers, so the
     # values above can only have come from running on (emulated) aarch64.
@@ -161,8 +170,8 @@ def test_bit_build_type_flags_reach_the_compiler(tmp_path):
     assert res.returncode == 0, res.stdout
     built = tl.run(["cmake", "--build", tmp_path / "b", "-j2", "--", "VERBOSE=1"], env=tl.clean_env())
     assert built.returncode == 0, built.stdout
-    c_compile = [l for l in built.stdout.splitlines() if "aarch64-linux-gnu-gcc" in l and " -c " in l]
-    f_compile = [l for l in built.stdout.splitlines() if "aarch64-linux-gnu-gfortran" in l and " -c " in l]
+    c_compile = [ln for ln in built.stdout.splitlines() if "aarch64-linux-gnu-gcc" in ln and " -c " in ln]
+    f_compile = [ln for ln in built.stdout.splitlines() if "aarch64-linux-gnu-gfortran" in ln and " -c " in ln]
     assert c_compile and f_compile
     for line in c_compile:
         assert "-O2 -ffp-contract=off -DNDEBUG" in line, line

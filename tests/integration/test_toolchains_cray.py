@@ -21,6 +21,8 @@ _spec.loader.exec_module(tl)
 
 CRAYAPP = tl.HERE / "crayapp"
 PRESEED = tl.PRESEED / "cray-ex-zen3.cmake"
+# Spack passes its dependencies' library directories this way.
+SPACK_DEP_LIB = "/opt/spack/opt/linux-zen3/netcdf-c/lib"
 
 _missing = tl.missing("cmake", "ecbuild", "gcc", "g++", "gfortran", "readelf")
 pytestmark = pytest.mark.skipif(bool(_missing), reason=f"build tools missing: {_missing}")
@@ -96,7 +98,8 @@ def cray_build(request, tmp_path_factory):
     prefix = root / "prefix"
     conf = tl.ecbuild_configure(
         CRAYAPP, root / "build", toolchain=tl.TOOLCHAINS / f"cray-{pe}.cmake", preseed=PRESEED,
-        cmake_args=["-DCMAKE_BUILD_TYPE=Bit", f"-DCMAKE_INSTALL_PREFIX={prefix}"],
+        cmake_args=["-DCMAKE_BUILD_TYPE=Bit", f"-DCMAKE_INSTALL_PREFIX={prefix}",
+                    f"-DCMAKE_INSTALL_RPATH={SPACK_DEP_LIB}"],
         env=craype.configure_env())
     assert conf.returncode == 0, conf.stdout
     configure_log_lines = len(craype.log.read_text().splitlines())
@@ -127,7 +130,7 @@ def test_build_lines_carry_bit_openmp_link_and_rpath_flags(cray_build):
     pe, craype, _, prefix, bdir, nconf = cray_build
     want = EXPECT[pe]
     lines = craype.log.read_text().splitlines()[nconf:]  # build and install only
-    calls = [l.split("\t") for l in lines]
+    calls = [line.split("\t") for line in lines]
     cc = [c[1:] for c in calls if c[0] == "cc"]
     ftn = [c[1:] for c in calls if c[0] == "ftn"]
 
@@ -161,6 +164,7 @@ def test_installed_binaries_have_absolute_rpath_and_run_openmp(cray_build):
         assert m, dyn
         rpath = m[1].split(":")
         assert str(prefix / "lib") in rpath and str(craype.pe_lib) in rpath, rpath
+        assert SPACK_DEP_LIB in rpath, rpath
         assert not any("$ORIGIN" in p for p in rpath), rpath
     # Run outside the build tree, no LD_LIBRARY_PATH: libcrayapp_threads.so is
     # found through the RPATH, and the regions really run 3 threads.

@@ -65,8 +65,10 @@ set(CMAKE_SKIP_BUILD_RPATH OFF)
 set(CMAKE_BUILD_WITH_INSTALL_RPATH OFF)
 option(IOSTACK_CRAY_RPATH_PE "RPATH to the Cray PE library directories of the loaded modules" ON)
 
-set(CMAKE_INSTALL_RPATH "")
-set(CMAKE_BUILD_RPATH "")
+# Start from what the caller passed (Spack passes its dependencies' lib dirs
+# as -DCMAKE_INSTALL_RPATH): a plain set() here would hide that cache entry.
+set(CMAKE_INSTALL_RPATH "$CACHE{CMAKE_INSTALL_RPATH}")
+set(CMAKE_BUILD_RPATH "$CACHE{CMAKE_BUILD_RPATH}")
 if(CMAKE_INSTALL_PREFIX)
   list(APPEND CMAKE_INSTALL_RPATH "${CMAKE_INSTALL_PREFIX}/lib" "${CMAKE_INSTALL_PREFIX}/lib64")
 endif()
