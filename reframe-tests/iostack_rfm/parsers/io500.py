@@ -1,0 +1,223 @@
+"""io500 output: the per-phase result lines, the score line, and the score itself.
+
+The score is sqrt(geomean(bandwidths in GiB/s) * geomean(metadata rates in kIOPS)). The
+first list (SC17, seed 004) had 4 bandwidth phases (ior easy/hard write/read) and 8
+metadata phases (mdtest easy/hard create, stat, delete, hard read, and find); today's
+io500 runs the same 12 in standard mode and adds optional phases (ior-rnd*, find-easy,
+find-hard, mdworkbench-*) in extended mode, scored separately as [SCOREX].
+
+Formats read:
+
+  io500 application (2020 on)
+    [RESULT]       ior-easy-write        1.234567 GiB/s : time 300.120 seconds
+    [RESULT]     mdtest-easy-stat       35.714169 kIOPS : time 82.155 seconds [INVALID]
+    [      ]   mdworkbench-create       12.000000 kIOPS : time 30.000 seconds   (not scored)
+    [RESULT-invalid] ...                                                   (2020 releases)
+    [SCORE ] Bandwidth 1.868072 GiB/s : IOPS 22.952705 kiops : TOTAL 6.548076
+    [SCOREX] ...                         ("[SCORE]" without the space before 2022)
+  io500.sh (2017-2019)
+    [RESULT] BW   phase 1            ior_easy_write                5.140 GB/s : time 317.58 seconds
+    [RESULT] IOPS phase 3                      find               47.880 kiops : time 42.28 seconds
+    [SCORE] Bandwidth 1.4117 GB/s : IOPS 7.5556 kiops : TOTAL 3.2659
+  The script divided IOR's MiB/s by 1024 yet printed "GB/s": those numbers are GiB/s.
+
+Numbers keep the text they were printed with, so a recomputed score can be compared with
+the printed one to within the rounding of every printed input rather than a guessed
+tolerance.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+BANDWIDTH = "GiB/s"
+METADATA = "kIOPS"
+
+STANDARD_BANDWIDTH_PHASES = ("ior-easy-write", "ior-hard-write", "ior-easy-read", "ior-hard-read")
+STANDARD_METADATA_PHASES = (
+    "mdtest-easy-write", "mdtest-hard-write", "find", "mdtest-easy-stat",
+    "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read", "mdtest-hard-delete",
+)
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_RESULT = re.compile(
+    rf"^\s*\[(?P<tag>RESULT|RESULT-invalid| {{6}})\]\s+(?P<name>[A-Za-z][\w-]*)\s+"
+    rf"(?P<value>{_NUMBER})\s+(?P<unit>GiB/s|kIOPS)\s*:\s*time\s+(?P<seconds>{_NUMBER})\s+seconds"
+    r"(?P<invalid>\s*\[INVALID\])?"
+)
+_RESULT_2017 = re.compile(
+    rf"^\s*\[RESULT\]\s+(?P<kind>BW|IOPS)\s+phase\s+\d+\s+(?P<name>[A-Za-z][\w-]*)\s+"
+    rf"(?P<value>{_NUMBER})\s+(?P<unit>GB/s|GiB/s|kiops)\s*:\s*time\s+(?P<seconds>{_NUMBER})\s+seconds"
+)
+_SCORE = re.compile(
+    rf"^\s*\[(?P<tag>SCORE ?|SCOREX)\]\s+Bandwidth\s+(?P<bw>{_NUMBER})\s+(?:GiB/s|GB/s)\s*:\s*"
+    rf"IOPS\s+(?P<md>{_NUMBER})\s+(?:kiops|kIOPS)\s*:\s*TOTAL\s+(?P<total>{_NUMBER})"
+    r"(?P<invalid>\s*\[INVALID\])?"
+)
+
+
+class ScoreMismatch(ValueError):
+    """A printed score that its printed phases cannot produce, whatever their rounding."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A number as printed: its value and the interval its rounding leaves open."""
+
+    text: str
+
+    @property
+    def value(self) -> float:
+        return float(self.text)
+
+    @property
+    def half_step(self) -> float:
+        mantissa, _, exponent = self.text.lower().partition("e")
+        decimals = len(mantissa.partition(".")[2])
+        return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+
+    @property
+    def lower(self) -> float:
+        return self.value - self.half_step
+
+    @property
+    def upper(self) -> float:
+        return self.value + self.half_step
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str            # io500 spelling with hyphens, e.g. "ior-easy-write"
+    value: Reading
+    unit: str            # BANDWIDTH or METADATA
+    seconds: float
+    scored: bool         # counted in a score ("[RESULT]" rather than "[      ]")
+    valid: bool
+
+
+@dataclass(frozen=True)
+class Score:
+    bandwidth: Reading   # geomean of bandwidth phases, GiB/s
+    metadata: Reading    # geomean of metadata phases, kIOPS
+    total: Reading
+    valid: bool
+
+
+@dataclass
+class IO500Result:
+    phases: dict[str, Phase] = field(default_factory=dict)
+    score: Score | None = None
+    extended_score: Score | None = None
+
+    @property
+    def valid(self) -> bool:
+        return (self.score is not None and self.score.valid
+                and all(p.valid for p in self.phases.values() if p.scored))
+
+
+def _normalise(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def parse(text: str) -> IO500Result:
+    """Phases and scores from io500's stdout (or result_summary.txt) of any version above."""
+    result = IO500Result()
+    for line in text.splitlines():
+        if m := _RESULT.match(line):
+            tag = m["tag"]
+            result.phases[m["name"]] = Phase(
+                m["name"], Reading(m["value"]), m["unit"], float(m["seconds"]),
+                scored=tag != " " * 6,
+                valid=tag != "RESULT-invalid" and not m["invalid"],
+            )
+        elif m := _RESULT_2017.match(line):
+            unit = BANDWIDTH if m["kind"] == "BW" else METADATA
+            name = _normalise(m["name"])
+            result.phases[name] = Phase(name, Reading(m["value"]), unit, float(m["seconds"]),
+                                        scored=True, valid=True)
+        elif m := _SCORE.match(line):
+            score = Score(Reading(m["bw"]), Reading(m["md"]), Reading(m["total"]),
+                          valid=not m["invalid"])
+            if m["tag"] == "SCOREX":
+                result.extended_score = score
+            else:
+                result.score = score
+    return result
+
+
+def geometric_mean(values: Iterable[float]) -> float:
+    """Geometric mean of the positive values: io500 leaves out phases that scored 0."""
+    positive = [v for v in values if v > 0]
+    if not positive:
+        return 0.0
+    return math.exp(math.fsum(math.log(v) for v in positive) / len(positive))
+
+
+def total_score(bandwidth: float, metadata: float) -> float:
+    return math.sqrt(bandwidth * metadata)
+
+
+def score(bandwidths: Iterable[float], rates: Iterable[float]) -> tuple[float, float, float]:
+    """(bandwidth score, metadata score, total) from phase values in GiB/s and kIOPS."""
+    bw, md = geometric_mean(bandwidths), geometric_mean(rates)
+    return bw, md, total_score(bw, md)
+
+
+def scored_phases(result: IO500Result, extended: bool = False) -> tuple[list[Phase], list[Phase]]:
+    """Bandwidth and metadata phases entering the standard (or extended) score."""
+    if extended:
+        chosen = [p for p in result.phases.values() if p.scored]
+    else:
+        chosen = [result.phases[n] for n in STANDARD_BANDWIDTH_PHASES + STANDARD_METADATA_PHASES
+                  if n in result.phases]
+    return ([p for p in chosen if p.unit == BANDWIDTH],
+            [p for p in chosen if p.unit == METADATA])
+
+
+def _overlaps(low: float, high: float, printed: Reading) -> bool:
+    slack = 1e-12 * max(abs(high), 1.0)     # float noise, far below any printed digit
+    return low - slack <= printed.upper and high + slack >= printed.lower
+
+
+def check_total(bandwidth: str, metadata: str, total: str) -> float:
+    """Check a printed total against printed bandwidth and metadata scores (e.g. a table
+    in a paper); return the total recomputed from the printed values."""
+    bw, md, tot = Reading(bandwidth), Reading(metadata), Reading(total)
+    low = total_score(max(bw.lower, 0.0), max(md.lower, 0.0))
+    high = total_score(bw.upper, md.upper)
+    if not _overlaps(low, high, tot):
+        raise ScoreMismatch(f"TOTAL {total} cannot come from bandwidth {bandwidth} and "
+                            f"metadata {metadata} (gives {low:.6f}..{high:.6f})")
+    return total_score(bw.value, md.value)
+
+
+def check_score(result: IO500Result, extended: bool = False) -> Score:
+    """Recompute the score from the phases and compare it with io500's own score line;
+    raise ScoreMismatch if they differ by more than the printed rounding allows."""
+    printed = result.extended_score if extended else result.score
+    if printed is None:
+        raise ScoreMismatch("no [SCOREX] line" if extended else "no [SCORE] line")
+    bandwidth, metadata = scored_phases(result, extended)
+    # io500 leaves phases that scored 0 out of the means
+    bandwidth = [p for p in bandwidth if p.value.value > 0]
+    metadata = [p for p in metadata if p.value.value > 0]
+    if not bandwidth or not metadata:
+        raise ScoreMismatch("no scored bandwidth or metadata phases")
+    # every score is increasing in every phase value, so the bounds of the inputs
+    # give the bounds of the output
+    bw_low = geometric_mean(max(p.value.lower, 1e-300) for p in bandwidth)
+    bw_high = geometric_mean(p.value.upper for p in bandwidth)
+    md_low = geometric_mean(max(p.value.lower, 1e-300) for p in metadata)
+    md_high = geometric_mean(p.value.upper for p in metadata)
+    checks = (
+        ("bandwidth", bw_low, bw_high, printed.bandwidth),
+        ("metadata", md_low, md_high, printed.metadata),
+        ("total", total_score(bw_low, md_low), total_score(bw_high, md_high), printed.total),
+    )
+    for what, low, high, shown in checks:
+        if not _overlaps(low, high, shown):
+            raise ScoreMismatch(f"{what} score printed as {shown.text}, phases give "
+                                f"{low:.6f}..{high:.6f}")
+    return printed
