@@ -211,3 +211,17 @@ def test_prgenv_mismatch_warns(tmp_path):
                   "-C", PRESEED],
                  env=craype.configure_env())
     assert "expects PrgEnv with PE_ENV=CRAY, but PE_ENV=GNU" in tl.flat(res.stdout)
+
+
+def test_compilers_from_environment_take_precedence(tmp_path):
+    # Spack sets CC/CXX/FC to its own wrappers around cc/CC/ftn; the
+    # toolchain only falls back to cc/CC/ftn on PATH when nothing is chosen.
+    craype = CrayPE(tmp_path, "GNU")
+    env = dict(craype.configure_env(), PATH=tl.clean_env()["PATH"],
+               CC=str(tl.CRAYPE_BIN / "cc"), CXX=str(tl.CRAYPE_BIN / "CC"), FC=str(tl.CRAYPE_BIN / "ftn"))
+    res = tl.run(["cmake", "-S", tl.HERE / "trycheck", "-B", tmp_path / "build",
+                  f"-DCMAKE_TOOLCHAIN_FILE={tl.TOOLCHAINS / 'cray-gnu.cmake'}"], env=env)
+    cache = (tmp_path / "build" / "CMakeCache.txt").read_text()
+    assert f"CMAKE_C_COMPILER:FILEPATH={tl.CRAYPE_BIN / 'cc'}\n" in cache, res.stdout
+    assert f"CMAKE_Fortran_COMPILER:FILEPATH={tl.CRAYPE_BIN / 'ftn'}\n" in cache, res.stdout
+    assert craype.calls("cc") and craype.calls("ftn")

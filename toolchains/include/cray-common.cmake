@@ -20,9 +20,21 @@ set(CMAKE_SYSTEM_PROCESSOR x86_64)
 set(CROSS_COMPILING ON)
 
 # The wrappers add the target flags, MPI and libsci of the loaded modules.
-set(CMAKE_C_COMPILER       cc)
-set(CMAKE_CXX_COMPILER     CC)
-set(CMAKE_Fortran_COMPILER ftn)
+# A compiler chosen the usual CMake ways (-DCMAKE_<LANG>_COMPILER, or CC/CXX/FC
+# in the environment, as Spack does with its wrappers around cc/CC/ftn)
+# takes precedence.
+foreach(_pair "C;CC;cc" "CXX;CXX;CC" "Fortran;FC;ftn")
+  list(GET _pair 0 _lang)
+  list(GET _pair 1 _envvar)
+  list(GET _pair 2 _wrapper)
+  if(NOT CMAKE_${_lang}_COMPILER AND "$ENV{${_envvar}}" STREQUAL "")
+    set(CMAKE_${_lang}_COMPILER ${_wrapper})
+  endif()
+endforeach()
+unset(_pair)
+unset(_lang)
+unset(_envvar)
+unset(_wrapper)
 
 # Warn early when the loaded PrgEnv does not match the toolchain file (the
 # Bit and OpenMP flags below are compiler specific). PrgEnv-* set PE_ENV.
