@@ -10,8 +10,9 @@
 # (toolchains/preseed/cray-ex-*.cmake) supplies those answers instead.
 
 # Setting CMAKE_SYSTEM_NAME is what flips CMAKE_CROSSCOMPILING to TRUE.
-# "Linux", not CMake's "CrayLinuxEnvironment" platform, which targets the old
-# XC/CLE static-linking world.
+# "Linux", not CMake's "CrayLinuxEnvironment" platform, which was written for
+# XC-era CLE compute nodes (it reads CLE release files); EX compute nodes run
+# a regular SLES-based Linux.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)
 

@@ -30,7 +30,7 @@ include(ecbuild_check_fortran)
 
 set(IOSTACK_PRESEED_VARS "")
 
-# regenerate.sh --emulator: ecbuild_try_run runs check programs with
+# regenerate.sh --emulate: ecbuild_try_run runs check programs with
 # execute_process and ignores CMAKE_CROSSCOMPILING_EMULATOR; for the probe
 # only, route it through try_run, which honours the emulator.
 if(IOSTACK_PROBE_EMULATE)
@@ -46,9 +46,11 @@ if(IOSTACK_PROBE_EMULATE)
         list(APPEND _opts ${_opt} ${_p_${_opt}})
       endif()
     endforeach()
-    try_run(_run _compiled "${BINDIR}" "${SRCFILE}" ${_opts}
+    # try_run caches its run result: one result variable per check.
+    try_run(_iostack_run_${RUN_RESULT_VAR} _compiled "${BINDIR}" "${SRCFILE}" ${_opts}
             COMPILE_OUTPUT_VARIABLE _cout
             RUN_OUTPUT_STDOUT_VARIABLE _rout)
+    set(_run "${_iostack_run_${RUN_RESULT_VAR}}")
     if(NOT _compiled)
       set(_run FAILED_TO_RUN)
     endif()
