@@ -1,0 +1,164 @@
+"""lmod, spack_stack and reframe_nightly roles on this node.
+
+- lmod: the distribution's Lmod (already installed by set-up) finds a
+  modulefile from <iostack_root>/modulefiles/Core through the profile script.
+- spack_stack: local git repositories tagged v1.1.0 / v2025.11.0 stand in
+  for github.com/spack/{spack,spack-packages} (no network in CI); a stand-in
+  bin/iostack records how deploy is called.
+- reframe_nightly: units rendered to tmp_path, checked by systemd-analyze
+  verify when it is usable, and parsed in any case.
+"""
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
+from ansible_helpers import run_role  # noqa: E402
+
+GIT = ["git", "-c", "user.name=iostack-test", "-c", "user.email=test@iostack.invalid",
+       "-c", "init.defaultBranch=main", "-c", "advice.detachedHead=false"]
+
+
+def git_repo(path: pathlib.Path, files: dict[str, str], tag: str | None = None) -> pathlib.Path:
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+        if text.startswith("#!"):
+            (path / name).chmod(0o755)
+    subprocess.run([*GIT, "init", "-q", str(path)], check=True)
+    subprocess.run([*GIT, "-C", str(path), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(path), "commit", "-q", "-m", "fixture"], check=True)
+    if tag:
+        subprocess.run([*GIT, "-C", str(path), "tag", tag], check=True)
+    return path
+
+
+FAKE_IOSTACK = """#!/bin/sh
+# Stand-in for the repo's entry point: record the call.
+printf '%s\\n' "$*" >> "$IOSTACK_TEST_LOG.args"
+printf '%s %s\\n' "$SPACK_ROOT" "$IOSTACK_SPACK_PACKAGES" >> "$IOSTACK_TEST_LOG.env"
+"""
+
+
+# --- lmod -------------------------------------------------------------------------
+
+def test_lmod_modulepath_reaches_the_stack_tree(venv_bin, tmp_path):
+    init = pathlib.Path("/usr/share/lmod/lmod/init/bash")
+    if not init.exists():
+        pytest.skip("Lmod is not installed (apt package lmod)")
+    root = tmp_path / "root"
+    (root / "modulefiles/Core/iostack-hello").mkdir(parents=True)
+    (root / "modulefiles/Core/iostack-hello/1.0.lua").write_text('whatis("iostack test module")\n')
+    script = tmp_path / "profile.d/iostack-modules.sh"
+    role_vars = {"iostack_root": str(root), "lmod_profile_script": str(script)}
+
+    first = run_role(venv_bin, "lmod", role_vars, tmp_path, gather=True)
+    assert first.rc == 0, first.explain()
+    out = subprocess.run(["bash", "--norc", "--noprofile", "-c",
+                          f"source {init} && source {script} && source {script} && "
+                          "echo MODULEPATH=$MODULEPATH && module -t avail 2>&1"],
+                         capture_output=True, text=True, check=True).stdout
+    modulepath = next(line for line in out.splitlines() if line.startswith("MODULEPATH="))
+    assert modulepath.split("=", 1)[1].split(":").count(str(root / "modulefiles/Core")) == 1
+    assert "iostack-hello/1.0" in out
+
+    second = run_role(venv_bin, "lmod", role_vars, tmp_path, gather=True)
+    assert second.rc == 0, second.explain()
+    assert second.changed == 0, second.changed_tasks()
+
+
+# --- spack_stack ------------------------------------------------------------------
+
+@pytest.fixture
+def stack_sources(tmp_path):
+    if not shutil.which("git"):
+        pytest.skip("git not installed")
+    spack = git_repo(tmp_path / "src/spack", {"etc/spack/defaults/config.yaml": "config: {}\n",
+                                              "bin/spack": "#!/bin/sh\n"}, tag="v1.1.0")
+    packages = git_repo(tmp_path / "src/spack-packages", {"repos/spack_repo/builtin/repo.yaml": "repo: {}\n"},
+                        tag="v2025.11.0")
+    iostack = git_repo(tmp_path / "src/iostack", {"bin/iostack": FAKE_IOSTACK})
+    root = tmp_path / "root"
+    root.mkdir()
+    return {
+        "iostack_root": str(root), "iostack_site": "local", "iostack_repo_dir": str(iostack),
+        "spack_stack_spack_url": f"file://{spack}", "spack_stack_packages_url": f"file://{packages}",
+        "spack_stack_buildcache": {"name": "site-cache", "url": "file:///srv/buildcache", "signed": False},
+        "spack_stack_mirrors": [{"name": "sources", "url": "https://mirror.example.org/spack"}],
+    }
+
+
+def test_spack_stack_clones_pins_configures_and_deploys_once(stack_sources, venv_bin, tmp_path, monkeypatch):
+    log = tmp_path / "deploy"
+    monkeypatch.setenv("IOSTACK_TEST_LOG", str(log))
+    root = pathlib.Path(stack_sources["iostack_root"])
+
+    plan = run_role(venv_bin, "spack_stack", stack_sources, tmp_path, check=True)
+    assert plan.rc == 0, plan.explain()
+    assert f"would clone {stack_sources['spack_stack_spack_url']} at v1.1.0" in plan.messages()
+    assert not (root / "spack").exists() and not log.with_suffix(".args").exists()
+
+    first = run_role(venv_bin, "spack_stack", stack_sources, tmp_path)
+    assert first.rc == 0, first.explain()
+    for sub, tag in (("spack", "v1.1.0"), ("spack-packages", "v2025.11.0")):
+        described = subprocess.run(["git", "-C", str(root / sub), "describe", "--tags", "--exact-match"],
+                                   capture_output=True, text=True, check=True).stdout.strip()
+        assert described == tag
+    mirrors = yaml.safe_load((root / "spack/etc/spack/mirrors.yaml").read_text())["mirrors"]
+    assert mirrors["site-cache"] == {"url": "file:///srv/buildcache", "signed": False, "source": False, "binary": True}
+    assert mirrors["sources"]["url"] == "https://mirror.example.org/spack"
+    assert log.with_suffix(".args").read_text().splitlines() == [f"deploy --site local --root {root}"]
+    assert log.with_suffix(".env").read_text().split() == [str(root / "spack"), str(root / "spack-packages")]
+
+    second = run_role(venv_bin, "spack_stack", stack_sources, tmp_path)
+    assert second.rc == 0, second.explain()
+    assert second.changed == 0, second.changed_tasks()
+    assert len(log.with_suffix(".args").read_text().splitlines()) == 1
+    assert "up to date, not running" in second.messages()
+
+
+# --- reframe_nightly ----------------------------------------------------------------
+
+def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
+    repo = git_repo(tmp_path / "iostack", {"bin/iostack": FAKE_IOSTACK})
+    units, tmpfiles, reports = tmp_path / "units", tmp_path / "tmpfiles.d", tmp_path / "reports"
+    role_vars = {"iostack_root": str(tmp_path / "root"), "iostack_site": "cray-ex", "iostack_repo_dir": str(repo),
+                 "reframe_nightly_unit_dir": str(units), "reframe_nightly_tmpfiles_dir": str(tmpfiles),
+                 "reframe_nightly_report_dir": str(reports), "reframe_nightly_retention_days": 14}
+    first = run_role(venv_bin, "reframe_nightly", role_vars, tmp_path)
+    assert first.rc == 0, first.explain()
+
+    service, timer = units / "iostack-nightly.service", units / "iostack-nightly.timer"
+    svc = configparser.ConfigParser(strict=False, interpolation=None)
+    svc.read(service)
+    assert svc["Service"]["ExecStart"] == f"{repo}/bin/iostack nightly --site cray-ex"
+    assert svc["Service"]["Environment"] == f"IOSTACK_REPORT_DIR={reports}"
+    assert svc["Service"]["Type"] == "oneshot"
+    tim = configparser.ConfigParser(strict=False, interpolation=None)
+    tim.read(timer)
+    assert tim["Timer"]["Unit"] == "iostack-nightly.service"
+    assert tim["Timer"]["Persistent"] == "true"
+    assert tim["Install"]["WantedBy"] == "timers.target"
+    rule = [line for line in (tmpfiles / "iostack-nightly.conf").read_text().splitlines() if line.startswith("d ")]
+    assert rule == [f"d {reports} 0755 root - 14d"]
+    assert reports.is_dir()
+
+    analyze = shutil.which("systemd-analyze")
+    if analyze:
+        res = subprocess.run([analyze, "verify", str(service), str(timer)], capture_output=True, text=True,
+                             env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
+        assert res.returncode == 0, res.stdout + res.stderr
+
+    second = run_role(venv_bin, "reframe_nightly", role_vars, tmp_path)
+    assert second.rc == 0, second.explain()
+    assert second.changed == 0, second.changed_tasks()
