@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     --emulate)   emulate=1; shift ;;
     --build-dir) build_dir="${2:?}"; shift 2 ;;
     --)          shift; extra=("$@"); break ;;
-    -h|--help)   sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help)   sed -n '2,28p' "$0"; exit 0 ;;
     *)           die "unknown argument '$1' (see --help)" ;;
   esac
 done
