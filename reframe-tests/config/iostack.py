@@ -2,7 +2,28 @@
 # and ansible/inventories/), plus `local-slurm`, the local site behind a single-node Slurm.
 #
 # Checks choose partitions and environments by feature (`valid_systems = ['+fdb']`), never
-# by name, so a new site runs the suite once its partitions declare their features.
+# by name, so a new site runs the suite once its partitions declare their features:
+#   fdb, grib     FDB5 and ecCodes tools and libraries are there (bit-identity, throughput)
+#   small-io      a CI-sized node: I/O checks run their small (seconds) variant here and
+#                 their large variant everywhere else
+#   lustre, nvme  the I/O directory is on Lustre / node-local NVMe
+#   mpi           MPI jobs can be launched
+#   nps1, nps2    the nodes' NUMA-per-socket mode (seed 003)
+# and environments by `stack` (the site's Spack stack is usable in it).
+#
+# Partition `extras` the checks read (iostack_rfm.site):
+#   io_dir            where I/O checks write (default: the stage directory)
+#   launcher_options  options every parallel launch of the partition gets (binding)
+#
+# Environment variables:
+#   IOSTACK_RFM_STATE    <root>/reframe (set by bin/iostack): reports, perflogs, results DB
+#   IOSTACK_RFM_OFFSITE  set to 1 to load this file away from the real sites, e.g. to
+#                        `--dry-run` cray-ex in CI: their systems then use no modules
+#                        system (`nomod`) instead of Lmod, since neither the Cray PE nor the
+#                        sites' module trees exist here. Never set it on a site.
+#   RFM_SQLITE_DB_FILE   (ReFrame's own) moves the results DB; sqlite needs POSIX locks,
+#                        which NFS and Lustre do not give reliably: on sites whose root is
+#                        on such a file system point it at a local disk of the login node.
 import os
 import pathlib
 import sys
@@ -12,7 +33,43 @@ _RFM_ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(_RFM_ROOT) not in sys.path:
     sys.path.insert(0, str(_RFM_ROOT))
 
-_STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT))
+# Default under reframe-tests/output/ (git-ignored) for runs by hand.
+_STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT / 'output'))
+# ReFrame's log file handler does not create its directory.
+os.makedirs(_STATE, exist_ok=True)
+_OFFSITE = os.environ.get('IOSTACK_RFM_OFFSITE', '') not in ('', '0')
+_SITE_MODULES = 'nomod' if _OFFSITE else 'lmod'
+
+# Environments of the local site (Debian's stack is on PATH; after `bin/iostack deploy`
+# the same packages are Lmod modules too).
+_LOCAL_FEATURES = ['fdb', 'grib', 'small-io', 'local-fs']
+
+# Seed 003: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
+# block:cyclic (ranks fill a node, then round-robin over its sockets).
+_OCI_BIND = {'nps1': '--cpu-bind=cores', 'nps2': '--cpu-bind=rank_ldom'}
+
+# BM.Optimized3.36: 2 x 18-core Xeon 6354, SMT disabled in BIOS (seed 003).
+_OCI_PROCESSOR = {'arch': 'icelake', 'num_cpus': 36, 'num_cpus_per_core': 1,
+                  'num_cpus_per_socket': 18, 'num_sockets': 2}
+
+
+def _oci_partition(nps):
+    return {
+        'name': nps,
+        'descr': f'BM.Optimized3.36 nodes booted in {nps.upper()}, local NVMe',
+        'scheduler': 'slurm',
+        'launcher': 'srun',
+        'access': [f'--partition=compute-{nps}', '--exclusive'],
+        'environs': ['gnu'],
+        'max_jobs': 4,
+        'processor': _OCI_PROCESSOR,
+        'features': ['fdb', 'grib', 'mpi', 'nvme', nps],
+        'extras': {
+            'io_dir': '/mnt/localdisk/iostack-rfm',
+            'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic'],
+        },
+    }
+
 
 site_configuration = {
     'systems': [
@@ -29,24 +86,129 @@ site_configuration = {
                     'launcher': 'local',
                     'environs': ['stack'],
                     'max_jobs': 2,
-                    'features': ['fdb', 'grib', 'local-fs'],
+                    'features': _LOCAL_FEATURES,
                 },
             ],
+        },
+        {
+            # The local site's stack behind a single-node Slurm (lib/iostack/slurm.py
+            # starts one; SLURM_CONF points at it). `squeue`, not `slurm`: there is no
+            # accounting database for sacct.
+            'name': 'local-slurm',
+            'descr': 'this node as a single-node Slurm cluster',
+            'hostnames': [],
+            'modules_system': 'lmod',
+            'partitions': [
+                {
+                    'name': 'default',
+                    'descr': 'Slurm partition iostack on this node',
+                    'scheduler': 'squeue',
+                    'launcher': 'srun',
+                    'access': ['--partition=iostack'],
+                    'environs': ['stack'],
+                    'max_jobs': 2,
+                    'time_limit': '10m',
+                    'features': _LOCAL_FEATURES + ['slurm'],
+                },
+            ],
+        },
+        {
+            # HPE Cray EX, AMD EPYC Milan compute blades, Lustre (seed 000's platform).
+            'name': 'cray-ex',
+            'descr': 'HPE Cray EX: Milan compute nodes, Lustre, Slurm',
+            'hostnames': [r'uan\d+', r'nid\d+', r'ln\d+'],
+            'modules_system': _SITE_MODULES,
+            'partitions': [
+                {
+                    'name': 'compute',
+                    'descr': 'compute nodes (2 x 64-core EPYC 7763, SMT off)',
+                    'scheduler': 'slurm',
+                    'launcher': 'srun',
+                    'access': ['--partition=standard', '--qos=standard'],
+                    'environs': ['PrgEnv-cray', 'PrgEnv-gnu'],
+                    'max_jobs': 16,
+                    'processor': {'arch': 'zen3', 'num_cpus': 128, 'num_cpus_per_core': 1,
+                                  'num_cpus_per_socket': 64, 'num_sockets': 2},
+                    'features': ['fdb', 'grib', 'lustre', 'mpi'],
+                    'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
+                },
+                {
+                    # Seed 000: GNU builds for the login/serial nodes (post-processing).
+                    'name': 'serial',
+                    'descr': 'serial nodes for GNU tools and post-processing',
+                    'scheduler': 'slurm',
+                    'launcher': 'local',
+                    'access': ['--partition=serial', '--qos=serial'],
+                    'environs': ['PrgEnv-gnu'],
+                    'max_jobs': 4,
+                    'features': ['fdb', 'grib', 'lustre'],
+                    'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
+                },
+            ],
+        },
+        {
+            # Oracle Cloud BM.Optimized3.36 cluster (seed 003): one Slurm partition per
+            # NPS mode, the case on local NVMe.
+            'name': 'oci-bm-optimized3',
+            'descr': 'OCI BM.Optimized3.36 HPC cluster, Slurm',
+            'hostnames': [r'hpc-login', r'hpc-node-\d+'],
+            'modules_system': _SITE_MODULES,
+            'partitions': [_oci_partition('nps1'), _oci_partition('nps2')],
         },
     ],
     'environments': [
         {
             # Debian's stack is on PATH; no module to load.
             'name': 'stack',
-            'target_systems': ['local'],
+            'target_systems': ['local', 'local-slurm'],
             'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
-            'features': ['fdb', 'grib', 'eccodes'],
+            'features': ['stack', 'fdb', 'grib', 'eccodes'],
+        },
+        {
+            # Seed 000: the support libraries built with CCE for compute nodes ...
+            'name': 'PrgEnv-cray',
+            'target_systems': ['cray-ex'],
+            'modules': ['PrgEnv-cray', 'eccodes', 'fdb', 'fio'],
+            'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'cce'],
+        },
+        {
+            # ... and with GNU for login/serial nodes.
+            'name': 'PrgEnv-gnu',
+            'target_systems': ['cray-ex'],
+            'modules': ['PrgEnv-gnu', 'eccodes', 'fdb', 'fio'],
+            'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu'],
+        },
+        {
+            'name': 'gnu',
+            'target_systems': ['oci-bm-optimized3'],
+            'modules': ['openmpi', 'eccodes', 'fdb', 'fio'],
+            'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu'],
         },
     ],
     'modes': [
         {
+            # Every night: the checks tagged `nightly`, one retry for flaky nodes.
             'name': 'nightly',
-            'options': ['--max-retries=1', '--exec-policy=async'],
+            'options': ['--max-retries=1', '--exec-policy=async', '--tag=nightly',
+                        f'--report-junit={_STATE}/reports/junit-nightly.xml'],
+        },
+        {
+            # Weekly: also the parameter sweeps tagged `weekly` (FDB tunables).
+            'name': 'weekly',
+            'options': ['--max-retries=2', '--exec-policy=async', '--tag=nightly|weekly',
+                        f'--report-junit={_STATE}/reports/junit-weekly.xml'],
+        },
+    ],
+    'storage': [
+        {
+            # ReFrame's results DB: every session and its perf values, with the stack's
+            # identity in the session extras (bin/iostack nightly). Read by
+            # `bin/iostack report` and `bin/iostack record-baseline`.
+            'enable': True,
+            'sqlite_db_file': f'{_STATE}/results.db',
         },
     ],
     'general': [

@@ -1,0 +1,198 @@
+"""What a site's stack contains, read from its committed spack.lock, and how to ask each
+package's main executable for its version (the stack smoke check, after Pawsey's practice of
+loading every module and running its program).
+
+The list of packages is never kept by hand: it is the lock's root specs. Only the version
+queries are a table here; a root without an entry fails the smoke check, which says to add
+one. Bundle packages (nwp-env, ...) have no program: their check is that their module loads
+at the locked version. Runs in the ReFrame process (PyYAML is there), not in jobs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import pathlib
+import re
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SITES = REPO / "spack-env" / "sites"
+
+# Virtual dependencies whose provider's module must be loaded first (Lmod hierarchy:
+# spack-env/common/modules.yaml puts MPI-dependent packages under their MPI).
+HIERARCHY_VIRTUALS = ("mpi",)
+# The compiler a spec sits under in the hierarchy: the provider of the first of these.
+COMPILER_VIRTUALS = ("c", "cxx", "fortran")
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionQuery:
+    #: shell command run in the job
+    command: str
+    #: regex whose first group is the version the command reports
+    pattern: str
+    #: shell lines run first when the package is used from PATH rather than its module
+    #: (`{prefix}` is the external's prefix in the lock)
+    path_setup: str = ""
+
+
+# The main executable of each package and how it states its version. Library-only
+# packages answer through pkg-config, which their modules put on PKG_CONFIG_PATH.
+VERSION_QUERIES: dict[str, VersionQuery] = {
+    "eccodes": VersionQuery("grib_ls -V", r"ecCodes Version (\S+)"),
+    "fdb": VersionQuery("fdb-info --version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    "eckit": VersionQuery("eckit-version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    "metkit": VersionQuery("pkg-config --modversion metkit", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    "openmpi": VersionQuery("mpirun --version", r"\(Open MPI\) (\S+)"),
+    "fio": VersionQuery("fio --version", r"fio-(\S+)"),
+    # not checked on Debian (no IOR package): the IO500 check's stack confirms it
+    "ior": VersionQuery("ior --version", r"IOR-(\d+\.\d+\.\d+)"),
+    "netcdf-c": VersionQuery("nc-config --version", r"netCDF (\S+)"),
+    "netcdf-fortran": VersionQuery("nf-config --version", r"netCDF-Fortran (\S+)"),
+    "parallel-netcdf": VersionQuery("pnetcdf-config --version", r"PnetCDF (\S+)"),
+    "hdf5": VersionQuery("h5dump --version", r"Version (\S+)"),
+    "darshan-runtime": VersionQuery("darshan-config --version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    # OpenFOAM's solvers print the API version, e.g. "Using: OpenFOAM-v2312 (2312)";
+    # Debian's build needs its bashrc sourced first.
+    "openfoam": VersionQuery(
+        "simpleFoam -help", r"Using: OpenFOAM-\S*\s*\((\d+)\)",
+        path_setup=("for f in {prefix}/share/openfoam/etc/bashrc {prefix}/etc/bashrc; do "
+                    "[ -r $f ] && . $f && break; done")),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class RootSpec:
+    name: str
+    version: str
+    hash: str
+    #: prefix of an external (not built by Spack), else None
+    external_prefix: str | None = None
+    #: modules an external is loaded with (Cray PE externals), else ()
+    external_modules: tuple[str, ...] = ()
+    #: modules to load before its own: its compiler's (unless a core compiler), then
+    #: its MPI's, as `name/version`
+    hierarchy: tuple[str, ...] = ()
+    #: a BundlePackage: no program of its own
+    bundle: bool = False
+    #: the compiler (or Cray PE flavour, craype=cce|gnu) it was built with, "" if none
+    compiler: str = ""
+    #: name@version, with %compiler or /hash when the lock has it more than once
+    key: str = ""
+
+    @property
+    def module(self) -> str:
+        """The module Spack generates for it (projection `{name}/{version}`)."""
+        return f"{self.name}/{self.version}"
+
+    @property
+    def is_external(self) -> bool:
+        return self.external_prefix is not None or bool(self.external_modules)
+
+    def modules_to_load(self) -> list[str]:
+        if self.external_modules:
+            return list(self.external_modules)
+        return list(self.hierarchy) + [self.module]
+
+    def version_query(self) -> VersionQuery | None:
+        if self.bundle:
+            # the bundle's module is loaded at the locked version
+            return VersionQuery('echo "LOADEDMODULES=$LOADEDMODULES"',
+                                rf"LOADEDMODULES=(?:.*:)?{re.escape(self.name)}/([^:\s]+)")
+        return VERSION_QUERIES.get(self.name)
+
+
+def lock_path(site: str) -> pathlib.Path:
+    return SITES / site / "spack.lock"
+
+
+def site_of_system(system: str) -> str:
+    """The site a ReFrame system runs: itself, or `<site>` for `<site>-<scheduler>`."""
+    name = system
+    while name:
+        if (SITES / name / "spack.yaml").is_file():
+            return name
+        if "-" not in name:
+            break
+        name = name.rsplit("-", 1)[0]
+    return system
+
+
+def lock_sha256(site: str) -> str | None:
+    path = lock_path(site)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def _providers(spec: dict, specs: dict, virtuals) -> list[dict]:
+    found = []
+    for want in virtuals:
+        for dep in spec.get("dependencies", []):
+            if want in dep.get("parameters", {}).get("virtuals", []) and dep["hash"] in specs:
+                provider = specs[dep["hash"]]
+                if provider not in found:
+                    found.append(provider)
+    return found
+
+
+def root_specs(lock: dict, core_compilers=()) -> list[RootSpec]:
+    """The lock's root specs (deduplicated: unify:false locks list a spec per matrix row)."""
+    specs = lock["concrete_specs"]
+    seen, roots = set(), []
+    for root in lock["roots"]:
+        if root["hash"] in seen:
+            continue
+        seen.add(root["hash"])
+        spec = specs[root["hash"]]
+        external = spec.get("external") or {}
+        hierarchy = []
+        compilers = _providers(spec, specs, COMPILER_VIRTUALS)[:1]
+        for c in compilers:
+            if f"{c['name']}@{c['version']}" not in core_compilers:
+                hierarchy.append(f"{c['name']}/{c['version']}")
+        hierarchy += [f"{p['name']}/{p['version']}"
+                      for p in _providers(spec, specs, HIERARCHY_VIRTUALS)]
+        module = external.get("module") or ()
+        roots.append(dict(
+            name=spec["name"], version=str(spec["version"]), hash=root["hash"],
+            external_prefix=external.get("path") if external else None,
+            external_modules=tuple([module] if isinstance(module, str) else module),
+            hierarchy=tuple(hierarchy),
+            bundle=spec.get("parameters", {}).get("build_system") == "bundle",
+            compiler=(spec.get("parameters", {}).get("craype")
+                      or (compilers[0]["name"] if compilers else ""))))
+    # a readable unique key per root: name@version, then %compiler, then /hash
+    for r in roots:
+        r["key"] = f"{r['name']}@{r['version']}"
+    for suffix in (lambda r: f"%{r['compiler']}", lambda r: f"/{r['hash'][:7]}"):
+        counts = {}
+        for r in roots:
+            counts[r["key"]] = counts.get(r["key"], 0) + 1
+        for r in roots:
+            if counts[r["key"]] > 1:
+                r["key"] += suffix(r)
+    return sorted((RootSpec(**r) for r in roots), key=lambda r: r.key)
+
+
+def core_compilers(site: str) -> tuple[str, ...]:
+    """The site's `modules: default: lmod: core_compilers` (spack-env/sites/<site>)."""
+    import yaml
+
+    path = SITES / site / "modules.yaml"
+    if not path.is_file():
+        return ()
+    data = yaml.safe_load(path.read_text()) or {}
+    lmod = ((data.get("modules") or {}).get("default") or {}).get("lmod") or {}
+    return tuple(lmod.get("core_compilers") or ())
+
+
+def site_roots(site: str) -> list[RootSpec]:
+    """The root specs of a site's committed lock ([] if the site has none yet)."""
+    path = lock_path(site)
+    if not path.is_file():
+        return []
+    return root_specs(json.loads(path.read_text()), core_compilers(site))
+
+
+def reported_version(query: VersionQuery, output: str) -> str | None:
+    m = re.search(query.pattern, output, re.MULTILINE)
+    return m.group(1) if m else None
