@@ -1,5 +1,6 @@
 """bin/iostack: set-up, tests and a site's deployment."""
 import argparse
+import pathlib
 import shutil
 import sys
 
@@ -76,9 +77,31 @@ def cmd_deploy(args):
 
 
 def cmd_nightly(args):
+    from iostack import nightly
+
     site = sites.check_site(args.site)
     root = paths.deploy_root(site, args.root)
-    return reframe.reframe(args.system or site, root, extra=args.reframe_args, mode=args.mode)
+    return nightly.run(site, args.system or site, root, extra=args.reframe_args, mode=args.mode,
+                       local_slurm=args.local_slurm)
+
+
+def cmd_report(args):
+    from iostack import report
+
+    site = sites.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    out = pathlib.Path(args.out).resolve() if args.out else None
+    return report.main(site, args.system or site, root, out, args.period)
+
+
+def cmd_record_baseline(args):
+    from iostack import baseline
+
+    site = sites.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    refs = pathlib.Path(args.references_dir).resolve() if args.references_dir else None
+    return baseline.main(site, args.system or site, root, args.check, args.session, refs,
+                         args.lower, args.upper)
 
 
 def cmd_lock(args):
@@ -133,8 +156,33 @@ def parser():
     site_args(p)
     p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
     p.add_argument("--mode", default="nightly", help="ReFrame mode (nightly, weekly)")
+    p.add_argument("--local-slurm", action="store_true",
+                   help="start a throwaway single-node Slurm for the run (root; for --system "
+                        "local-slurm without a configured Slurm)")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_nightly)
+
+    p = sub.add_parser("report", help="HTML page and charts of the stored nightly results")
+    site_args(p)
+    p.add_argument("--system", help="ReFrame system whose config reads the DB (default: the site)")
+    p.add_argument("--out", help="output directory (default: <root>/reframe/report)")
+    p.add_argument("--period", default="19700101T0000+0000:now",
+                   help="ReFrame time period of the sessions to show (e.g. now-30d:now)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("record-baseline",
+                       help="write a system's stored perf values into reframe-tests/references/")
+    site_args(p)
+    p.add_argument("--system", help="ReFrame system (default: the site)")
+    p.add_argument("--check", action="append", default=[],
+                   help="check class to record (repeatable; default: all with references)")
+    p.add_argument("--session", help="stored session UUID (default: the latest on the system)")
+    p.add_argument("--lower", type=float,
+                   help="tolerated fraction below the value for gated variables (e.g. 0.3)")
+    p.add_argument("--upper", type=float,
+                   help="tolerated fraction above the value for gated variables")
+    p.add_argument("--references-dir", help="where the YAML files are (default: reframe-tests/references)")
+    p.set_defaults(func=cmd_record_baseline)
 
     p = sub.add_parser("lock", help="check (or --update) sites' committed spack.lock")
     p.add_argument("sites", nargs="*", help="sites (default: all)")
