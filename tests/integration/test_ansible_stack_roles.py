@@ -142,7 +142,7 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
     svc = configparser.ConfigParser(strict=False, interpolation=None)
     svc.read(service)
     assert svc["Service"]["ExecStart"] == f"{repo}/bin/iostack nightly --site cray-ex"
-    assert svc["Service"]["Environment"] == f"IOSTACK_REPORT_DIR={reports}"
+    assert svc["Service"]["Environment"] == f"IOSTACK_ROOT={tmp_path / 'root'}"
     assert svc["Service"]["Type"] == "oneshot"
     tim = configparser.ConfigParser(strict=False, interpolation=None)
     tim.read(timer)
