@@ -38,7 +38,8 @@ def cmd_spack(args):
     sites.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(args.site, args.root)
-    return spack.spack(args.spack_args, root, site=args.site, check=False).returncode
+    spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
+    return spack.spack(spack_args, root, site=args.site, check=False).returncode
 
 
 def install_meta_modules(root_dir):

@@ -1,0 +1,60 @@
+# iostack: the IO500 benchmark (seed 004), built against the stack's IOR.
+import os
+
+from spack_repo.builtin.build_systems.makefile import MakefilePackage
+
+from spack.package import *
+
+
+class Io500(MakefilePackage):
+    """IO500: IOR easy/hard and mdtest easy/hard phases plus find, scored as
+    sqrt(geomean(bandwidths) x geomean(metadata rates)).
+
+    io500's own prepare.sh clones IOR and pfind during the build; this recipe builds the
+    io500 sources only and links IOR's AIORI library from the iostack `ior` package, so
+    nothing is downloaded while building."""
+
+    homepage = "https://io500.org"
+    git = "https://github.com/IO500/io500.git"
+
+    license("MIT")
+
+    # IO500 publishes no release tarballs. This is a full commit of github.com/IO500/io500
+    # (the one whose prepare.sh pins IOR 06fc08e147600f4e5896a5b9b2bf8f1c4a79121f).
+    version("2023.bb08c87", commit="bb08c873af21fad889838c5a4470868cb1294653")
+
+    # pfind, io500's parallel find. io500's prepare.sh publishes only the short hash
+    # 778dca8; no full commit could be had here, so this resource is not fully pinned.
+    resource(name="pfind", git="https://github.com/VI4IO/pfind.git", commit="778dca8",
+             destination="build", placement="pfind")
+
+    depends_on("c", type="build")
+    depends_on("mpi")
+    depends_on("ior@4:")
+
+    def edit(self, spec, prefix):
+        ior = spec["ior"].prefix
+        # Point the Makefile at the installed IOR instead of ./build/ior.
+        filter_file(r"\./build/ior/src/build\.conf", join_path(ior.include.ior, "build.conf"),
+                    "Makefile")
+        filter_file(r"-I\./build/ior/src/", f"-I{ior.include.ior}", "Makefile")
+        filter_file(r"\./build/ior/src/libaiori\.a", join_path(ior.lib, "libaiori.a"), "Makefile")
+        filter_file(r"^VERSION_GIT=.*", f"VERSION_GIT={self.version}", "Makefile")
+
+    @run_before("build")
+    def build_pfind(self):
+        with working_dir(join_path("build", "pfind")):
+            Executable("./prepare.sh")()
+            Executable("./compile.sh")(extra_env={"CC": self.spec["mpi"].mpicc})
+
+    @property
+    def build_targets(self):
+        return [f"CC={self.spec['mpi'].mpicc}"]
+
+    def install(self, spec, prefix):
+        mkdirp(prefix.bin, prefix.share.io500)
+        install("io500", prefix.bin)
+        if os.path.exists("io500-verify"):
+            install("io500-verify", prefix.bin)
+        for ini in find(".", "config-*.ini", recursive=False):
+            install(ini, prefix.share.io500)
