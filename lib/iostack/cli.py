@@ -58,6 +58,17 @@ def install_meta_modules(root_dir):
         print(f"iostack: meta-modules installed in {core}: {', '.join(installed)}")
 
 
+def render_fdb_config(root_dir):
+    """The FDB config openifs-env points FDB5_CONFIG_FILE at: root <root>/var/fdb, schema of
+    the FDB in use (FDB5_SCHEMA, $FDB_ROOT/etc/fdb/schema or /etc/fdb/schema)."""
+    out = root_dir / "etc" / "fdb5" / "config.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = run([sys.executable, "-m", "iostack_rfm.fdbconfig", "--root", root_dir / "var" / "fdb",
+                "--out", out], env_extra={"PYTHONPATH": paths.REFRAME_DIR}, check=False)
+    if proc.returncode != 0:
+        print("iostack: note: no FDB schema found, so no FDB config written; set FDB5_SCHEMA")
+
+
 def cmd_deploy(args):
     site = sites.check_site(args.site)
     _spack_or_die()
@@ -70,6 +81,7 @@ def cmd_deploy(args):
     except CommandFailed as e:
         die(str(e), rc=1)
     install_meta_modules(root)
+    render_fdb_config(root)
     print("iostack: modules ready. Use them with:\n"
           f"  module use {root / 'modulefiles' / 'Core'}\n  module load fdb")
     if args.skip_regression:
