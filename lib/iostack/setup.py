@@ -42,15 +42,27 @@ def system_packages(skip_apt: bool):
     run(apt_line, env_extra=env)
 
 
+def system_python():
+    """The distribution's python3 (not a pyenv or conda one), which must be 3.11 or newer."""
+    for candidate in ("/usr/bin/python3", "/usr/bin/python3.11", shutil.which("python3.11")):
+        if not candidate or not os.path.exists(candidate):
+            continue
+        out = subprocess.run([candidate, "-c", "import sys; print(sys.version_info >= (3, 11))"],
+                             capture_output=True, text=True).stdout.strip()
+        if out == "True":
+            return candidate
+    die("Python 3.11 or newer is needed (ansible-core 2.19); on Ubuntu 22.04: "
+        "apt-get install python3.11 python3.11-venv")
+
+
 def python_tools():
     venv = paths.venv()
     python = venv / "bin" / "python"
     if not python.exists():
-        base = shutil.which("python3.11") or shutil.which("python3")
-        # system site-packages: the libvirt binding comes from apt (python3-libvirt)
+        base = system_python()
+        # system site-packages: the libvirt and apt bindings come from apt
+        # (python3-libvirt, python3-apt), built for the distribution's python3
         run([base, "-m", "venv", "--system-site-packages", venv])
-    if sys.version_info < (3, 11) and not python.exists():
-        die("Python 3.11 or newer is needed (ansible-core 2.19)")
     run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"])
     run([python, "-m", "pip", "install", "-q", "-r", paths.REPO / "requirements.txt"])
     go = shutil.which("go")
