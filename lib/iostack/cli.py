@@ -114,7 +114,7 @@ def cmd_record_baseline(args):
     root = paths.deploy_root(site, args.root)
     refs = pathlib.Path(args.references_dir).resolve() if args.references_dir else None
     return baseline.main(site, args.system or site, root, args.check, args.session, refs,
-                         args.lower, args.upper)
+                         args.lower, args.upper, args.sessions)
 
 
 def cmd_lock(args):
@@ -190,6 +190,8 @@ def parser():
     p.add_argument("--check", action="append", default=[],
                    help="check class to record (repeatable; default: all with references)")
     p.add_argument("--session", help="stored session UUID (default: the latest on the system)")
+    p.add_argument("--sessions", type=int, default=1, metavar="N",
+                   help="record the median of the last N sessions' values (default: 1)")
     p.add_argument("--lower", type=float,
                    help="tolerated fraction below the value for gated variables (e.g. 0.3)")
     p.add_argument("--upper", type=float,

@@ -26,10 +26,12 @@ def environment(root_dir: pathlib.Path) -> dict:
         "LMOD_CMD": lmod_cmd(),
         "MODULEPATH": modulepath,
         "IOSTACK_RFM_STATE": root_dir / "reframe",
+        # the deployment the checks test (the smoke check looks for its module tree)
+        "IOSTACK_ROOT": root_dir,
     }
 
 
-def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None):
+def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None, env_extra=None):
     exe = paths.venv() / "bin" / "reframe"
     if not exe.exists():
         exe = shutil.which("reframe") or die("ReFrame not found: run bin/iostack setup")
@@ -39,7 +41,7 @@ def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None):
     if mode:
         cmd += ["--mode", mode]
     cmd += ["-r", *extra]
-    proc = run(cmd, env_extra=environment(root_dir), check=False)
+    proc = run(cmd, env_extra={**environment(root_dir), **(env_extra or {})}, check=False)
     reports = sorted((state / "reports").glob("run-report-*.json"), key=os.path.getmtime)
     if reports:
         print(f"iostack: ReFrame report: {reports[-1]}")

@@ -4,8 +4,10 @@ Seed 000 tuned FDB's writer (async write, buffer sizes, sync on flush) against L
 found run-to-run and directory-to-directory variation larger than most settings' effect. So
 the figure here is relative: FDB's archive throughput (fdb-hammer, FDB's own benchmark)
 divided by the sequential write bandwidth fio measures in the same job, in the same
-directory, with the same number of bytes and an fsync at the end. Absolute MiB/s of both
-are kept as informational performance variables.
+directory, with the same number of bytes and an fsync at the end. The job repeats the
+fio + fdb-hammer pair (`repeats`) and reports the median of the pairs' ratios; absolute
+MiB/s (medians) are kept as informational performance variables. One measurement runs per
+node at a time (a lock in iostack_rfm/templates/fdb-throughput.sh).
 
 FDB 5.10.8 tunables, each confirmed on the Debian build (gdb on the handles' constructors,
 strace of the writes and syncs) before being made a parameter here:
@@ -22,7 +24,10 @@ parameter ids 8 and up need other product templates, so nparams is at most 7. Th
 template is an ensemble member (type pf, stream enfo) because fdb-hammer sets `number`.
 """
 import json
+import math
 import os
+import re
+import statistics
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -44,18 +49,67 @@ WORKLOADS = {
 GRID = (721, 1440)
 
 
-@sn.deferrable
-def fio_write_bandwidth(path):
-    """MiB/s of the first job's write phase in fio's JSON output."""
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'iostack_rfm', 'templates',
+                      'fdb-throughput.sh')
+
+
+def _fio_write(path):
     with open(path) as f:
-        job = json.load(f)['jobs'][0]['write']
-    return job['bw_bytes'] / MiB
+        return json.load(f)['jobs'][0]['write']
+
+
+def _raw_write_bandwidths(repeats):
+    """MiB/s of each repetition's fio write (fsync included)."""
+    return [_fio_write(f'fio-write-{i}.json')['bw_bytes'] / MiB for i in range(1, repeats + 1)]
+
+
+raw_write_bandwidths = sn.deferrable(_raw_write_bandwidths)
 
 
 @sn.deferrable
-def fio_write_bytes(path):
-    with open(path) as f:
-        return json.load(f)['jobs'][0]['write']['io_bytes']
+def raw_write_bytes(repeats):
+    return {_fio_write(f'fio-write-{i}.json')['io_bytes'] for i in range(1, repeats + 1)}
+
+
+@sn.deferrable
+def median(values):
+    return statistics.median(values)
+
+
+@sn.deferrable
+def distinct(values):
+    return set(values)
+
+
+def _hammer_write_bandwidths(repeats):
+    """MiB/s of each repetition's archive+flush (fdb-hammer's GRIB encoding excluded)."""
+    return [b / t / MiB for b, t in zip(_hammer_stats(repeats, 'Bytes written'),
+                                        _hammer_stats(repeats, 'Writing duration'),
+                                        strict=True)]
+
+
+hammer_write_bandwidths = sn.deferrable(_hammer_write_bandwidths)
+
+
+@sn.deferrable
+def paired_ratios(repeats):
+    """FDB over raw for each repetition: each FDB run against the fio run just before it,
+    so both saw the same background load."""
+    return [f / r for f, r in zip(_hammer_write_bandwidths(repeats),
+                                  _raw_write_bandwidths(repeats), strict=True)]
+
+
+def _hammer_stats(repeats, name):
+    """A `Name: value` statistic of each repetition's fdb-hammer write."""
+    values = []
+    for i in range(1, repeats + 1):
+        with open(f'hammer-write-{i}.out') as f:
+            m = re.search(rf'^{name}:\s*(\S+)', f.read(), re.MULTILINE)
+        values.append(float(m.group(1)) if m else math.nan)
+    return values
+
+
+hammer_stats = sn.deferrable(_hammer_stats)
 
 
 @rfm.simple_test
@@ -67,6 +121,8 @@ class FdbThroughputCheck(RecordedReferences, PartitionLaunch, rfm.RunOnlyRegress
     #: fdbBufferSize (synchronous) or fdbSizeAsyncBuffer (async), MiB; 64 is the default
     buffer_mib = parameter([64, 4])
     nb_async_buffers = variable(int, value=4)
+    #: fio + fdb-hammer pairs per job; the figures are medians over them
+    repeats = variable(int, value=3)
     gribgen = fixture(GribGenBuild, scope='environment')
     valid_prog_environs = ['+fdb']
     executable = 'fdb-hammer'
@@ -112,66 +168,51 @@ class FdbThroughputCheck(RecordedReferences, PartitionLaunch, rfm.RunOnlyRegress
                      f'fdbSizeAsyncBuffer: {buffer_bytes}\\n'
                      f'fdbNbAsyncBuffers: {self.nb_async_buffers}\\n')
         self.prerun_cmds = [
-            f'IO={io}',
-            'mkdir -p "$IO" fdb-home/etc/config',
+            'mkdir -p fdb-home/etc/config',
             f"printf '{resources}' > fdb-home/etc/config/local",
-            'python3 -m iostack_rfm.fdbconfig --root "$IO/fdb-root" --out fdb-config.yaml',
             # one ensemble-member field on level 1 as fdb-hammer's template
             f'{gribgen} fields.grib 1 1 {GRID[0]} {GRID[1]}',
             'grib_copy -w count=1 fields.grib first.grib',
             'grib_set -s productDefinitionTemplateNumber=1,type=pf,stream=enfo,number=1,level=1'
             ' first.grib template.grib',
-            'FIELD=$(stat -c %s template.grib)',
-            f'BYTES=$(( FIELD * {self.expected_fields} ))',
-            'echo "raw write bytes=$BYTES"',
-            # the file system's own sequential write speed: same bytes, written a field at
-            # a time, fsync at the end
-            'fio --name=raw-write --filename="$IO/raw-write.dat" --rw=write --bs=$FIELD '
-            '--size=$BYTES --ioengine=psync --end_fsync=1 --output-format=json '
-            '--output=fio-write.json',
-            'rm -f "$IO/raw-write.dat"',
         ]
-        self.executable_opts = ['--statistics', *self._hammer_args(), 'template.grib',
-                                '> hammer-write.out']
-        self.postrun_cmds = [
-            'echo "fields listed=$(fdb-list --porcelain class=od,expver=0001 | grep -c "^{")"',
-            f'fdb-hammer --read --statistics {" ".join(self._hammer_args())} template.grib '
-            '> hammer-read.out',
-            'rm -rf "$IO/fdb-root"',
-        ]
+        self.executable = 'bash'
+        self.executable_opts = [SCRIPT, io, str(self.repeats), str(self.expected_fields),
+                                'template.grib', *self._hammer_args()]
         if io != self.stagedir:
-            self.postrun_cmds.append('rmdir "$IO" 2>/dev/null || true')
+            self.postrun_cmds = [f'rmdir {io} 2>/dev/null || true']
 
     def _stat(self, name, path, conv=float):
         return sn.extractsingle(rf'^{name}:\s*(\S+)', path, 1, conv)
 
     @sanity_function
     def validate(self):
-        n = self.expected_fields
-        written_bytes = self._stat('Bytes written', 'hammer-write.out', int)
+        n, r = self.expected_fields, self.repeats
+        written = hammer_stats(r, 'Bytes written')
         return sn.all([
-            sn.assert_eq(self._stat('Fields written', 'hammer-write.out', int), n),
+            sn.assert_eq(sn.count(sn.findall(r'fio rc=0', self.stdout)), r),
+            sn.assert_eq(sn.count(sn.findall(r'fdb-hammer write rc=0', self.stdout)), r),
+            sn.assert_found(r'fdb-hammer read rc=0', self.stdout),
+            sn.assert_eq(hammer_stats(r, 'Fields written'), [n] * r),
             # every archived field is listed, and read back in full
             sn.assert_eq(sn.extractsingle(r'fields listed=(\d+)', self.stdout, 1, int), n),
             sn.assert_eq(self._stat('Fields read', 'hammer-read.out', int), n),
-            sn.assert_eq(self._stat('Bytes read', 'hammer-read.out', int), written_bytes),
+            sn.assert_eq(self._stat('Bytes read', 'hammer-read.out', float), sn.max(written)),
             # fio wrote as many bytes as FDB archived
-            sn.assert_eq(fio_write_bytes('fio-write.json'), written_bytes),
+            sn.assert_eq(raw_write_bytes(r), distinct(written)),
         ])
 
     @performance_function('MiB/s')
     def fdb_write_bw(self):
-        # bytes over the archive+flush time (fdb-hammer's GRIB encoding time excluded)
-        return (self._stat('Bytes written', 'hammer-write.out') /
-                self._stat('Writing duration', 'hammer-write.out') / MiB)
+        return median(hammer_write_bandwidths(self.repeats))
 
     @performance_function('MiB/s')
     def raw_write_bw(self):
-        return fio_write_bandwidth('fio-write.json')
+        return median(raw_write_bandwidths(self.repeats))
 
     @performance_function('ratio')
     def fdb_write_ratio(self):
-        return self.fdb_write_bw() / self.raw_write_bw()
+        return median(paired_ratios(self.repeats))
 
     @performance_function('MiB/s')
     def fdb_read_bw(self):
