@@ -88,6 +88,7 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     # (file, check, partition, variant, var) -> values, unit
     values: dict[tuple, list] = {}
     units: dict[tuple, str] = {}
+    without_file = set()
     for session in sessions:
         for tc in last_runs(session).values():
             check = tc["name"].split()[0]
@@ -95,7 +96,9 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
                 continue
             path = refs_dir / references.references_file(tc["filename"]).name
             if not path.is_file():
-                print(f"iostack: {check}: no {path}, its check keeps no references; skipped")
+                if check not in without_file:
+                    print(f"iostack: {check}: no {path}, its check keeps no references; skipped")
+                    without_file.add(check)
                 continue
             variant = tc.get("reference_variant") or references.ANY_VARIANT
             partition = f"{tc['system']}:{tc['partition']}"

@@ -147,6 +147,13 @@ def validate(data: dict) -> list[str]:
     return errors
 
 
+class _Dumper(yaml.SafeDumper):
+    """Every entry spelled out: no `&id001` anchors for provenance shared by entries."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
 def dump(path, data: dict) -> None:
     """Write `data`, keeping the file's leading comment block."""
     path = pathlib.Path(path)
@@ -157,6 +164,6 @@ def dump(path, data: dict) -> None:
                 header.append(line)
             else:
                 break
-    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(header).rstrip("\n") + ("\n" if header else "") + body)

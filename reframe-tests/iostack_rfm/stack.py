@@ -45,6 +45,7 @@ VERSION_QUERIES: dict[str, VersionQuery] = {
     "metkit": VersionQuery("pkg-config --modversion metkit", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "openmpi": VersionQuery("mpirun --version", r"\(Open MPI\) (\S+)"),
     "fio": VersionQuery("fio --version", r"fio-(\S+)"),
+    "nvme-stage": VersionQuery("nvme-stage --version", r"^nvme-stage (\S+)"),
     # not checked on Debian (no IOR package): the IO500 check's stack confirms it
     "ior": VersionQuery("ior --version", r"IOR-(\d+\.\d+\.\d+)"),
     "netcdf-c": VersionQuery("nc-config --version", r"netCDF (\S+)"),

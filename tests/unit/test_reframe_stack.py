@@ -77,6 +77,7 @@ def test_hierarchy_duplicates_and_bundles():
     ("openfoam", "Using: OpenFOAM- (1912) - visit www.openfoam.com\n", "1912"),
     ("openfoam", "Using: OpenFOAM-v2312 (2312) - visit www.openfoam.com\n", "2312"),
     ("fio", "fio-3.33\n", "3.33"),
+    ("nvme-stage", "nvme-stage 1.0.0\n", "1.0.0"),
     ("parallel-netcdf", "PnetCDF 1.12.3\n", "1.12.3"),
 ])
 def test_version_queries_read_what_the_programs_print(name, output, version):
