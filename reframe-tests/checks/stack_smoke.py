@@ -31,6 +31,11 @@ NO_LOCK = 'no-spack-lock'
 COMPILER_FEATURES = {'cce': 'cce', 'cray': 'cce', 'gnu': 'gnu', 'gcc': 'gnu'}
 
 
+@sn.deferrable
+def _split(loaded):
+    return set(loaded.split(':')) if loaded else set()
+
+
 def module_tree():
     """The site's Lmod Core directory, where bin/iostack says the deployment is."""
     root = os.environ.get('IOSTACK_ROOT')
@@ -106,6 +111,9 @@ class StackSmokeCheck(rfm.RunOnlyRegressionTest):
             return self._fail_early(
                 f'module tree {tree} absent and {spec.name} is built by Spack: '
                 f'run bin/iostack deploy --site {SITE}')
+        if self.modules:
+            # a job script goes on after a failed `module load`: list what did load
+            self.prerun_cmds.append('echo "iostack-smoke: LOADEDMODULES=$LOADEDMODULES"')
         self.executable = query.command
 
     @sanity_function
@@ -114,6 +122,12 @@ class StackSmokeCheck(rfm.RunOnlyRegressionTest):
             return sn.assert_false(self.setup_error, msg=self.setup_error)
         query = ROOTS[self.package].version_query()
         reported = sn.extractsingle(query.pattern, self.stdout, 1)
-        return sn.assert_eq(reported, self.expected_version,
-                            msg=f'{self.package} reports version {{0}}, '
-                                f'spack.lock of {SITE} pins {{1}}')
+        checks = [sn.assert_eq(reported, self.expected_version,
+                               msg=f'{self.package} reports version {{0}}, '
+                                   f'spack.lock of {SITE} pins {{1}}')]
+        if self.modules:
+            loaded = sn.extractsingle(r'iostack-smoke: LOADEDMODULES=(\S*)', self.stdout, 1)
+            for module in self.modules:
+                checks.append(sn.assert_in(module, _split(loaded),
+                                           msg=f'module {module} did not load'))
+        return sn.all(checks)

@@ -43,6 +43,9 @@ _SITE_MODULES = 'nomod' if _OFFSITE else 'lmod'
 # Environments of the local site (Debian's stack is on PATH; after `bin/iostack deploy`
 # the same packages are Lmod modules too).
 _LOCAL_FEATURES = ['fdb', 'grib', 'small-io', 'local-fs']
+# Jobs are non-login bash scripts: define `module` from the Lmod that ReFrame itself uses
+# (LMOD_CMD, set by bin/iostack) so the `module load` lines ReFrame writes work.
+_LOCAL_PREPARE = ['. "$(dirname "$LMOD_CMD")/../init/bash"']
 
 # Seed 003: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
@@ -86,6 +89,7 @@ site_configuration = {
                     'launcher': 'local',
                     'environs': ['stack'],
                     'max_jobs': 2,
+                    'prepare_cmds': _LOCAL_PREPARE,
                     'features': _LOCAL_FEATURES,
                 },
             ],
@@ -108,6 +112,7 @@ site_configuration = {
                     'environs': ['stack'],
                     'max_jobs': 2,
                     'time_limit': '10m',
+                    'prepare_cmds': _LOCAL_PREPARE,
                     'features': _LOCAL_FEATURES + ['slurm'],
                 },
             ],
