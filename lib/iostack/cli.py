@@ -127,9 +127,11 @@ def cmd_lock(args):
         lock, seconds = locks.fresh_lock(site)
         diff = locks.differences(locks.committed_lock(site), lock)
         roots = ", ".join(r["spec"] for r in lock["roots"])
-        print(f"iostack: {site}: concretized in {seconds:.0f} s; roots: {roots}")
+        print(f"iostack: {site}: concretized in {seconds:.0f} s; roots: {roots}", flush=True)
         if not diff:
-            print(f"iostack: {site}: spack.lock is fresh")
+            print(f"iostack: {site}: spack.lock is fresh", flush=True)
+            if args.update:
+                locks.write(site, lock)  # same content, canonical (reviewable) layout
         elif args.update:
             locks.write(site, lock)
             print(f"iostack: {site}: spack.lock updated ({len(diff)} changes)")
