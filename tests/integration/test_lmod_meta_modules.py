@@ -92,3 +92,11 @@ def test_lmod_syntax_check_passes():
         pytest.skip("Lmod's check_module_tree_syntax not installed")
     p = subprocess.run([checker, str(paths.META_MODULES)], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_a_version_without_settings_is_refused(root):
+    d = root / "modulefiles" / "Core" / "openifs-env"
+    (d / "9.9.9.lua").symlink_to(".openifs-env.lua")
+    rc, _, err = lmod(root, "module load openifs-env/9.9.9")
+    assert rc != 0
+    assert "no settings for version 9.9.9" in err

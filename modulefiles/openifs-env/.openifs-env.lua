@@ -1,0 +1,56 @@
+-- openifs-env: OpenIFS with the libraries it writes its output with. Like seed 000's
+-- openifs_cce, one module loads the matching GRIB and FDB modules. Each version file
+-- (0.0.1.lua, ...) is a symlink to this one; the table below is what differs between them.
+local versions = {
+  ["0.0.1"] = { fdb = false, async_write = false,
+                what = "GRIB-file output (ICMGG/ICMSH per step, namelist LFDBOP=F)" },
+  ["0.0.2"] = { fdb = true, async_write = false,
+                what = "FDB output (LFDBOP=T), FDB's default buffering; production" },
+  ["0.0.3"] = { fdb = true, async_write = true,
+                what = "FDB output with asynchronous archive (FDB_ASYNC_WRITE); testing" },
+}
+local version = myModuleVersion()
+local v = versions[version]
+if not v then
+  LmodError("openifs-env: no settings for version ", version, " in ", myFileName())
+end
+
+whatis("Name: openifs-env")
+whatis("Version: " .. version)
+whatis("Description: OpenIFS with ecCodes" .. (v.fdb and " and FDB" or "") .. "; " .. v.what)
+help([[
+OpenIFS with its output libraries: ]] .. v.what .. [[.
+Loads ecCodes]] .. (v.fdb and ", FDB" or "") .. [[ and OpenIFS (where the site has it),
+craype-hugepages2M on Cray EX (seed 000 recommends 2 MB pages), and sets IOSTACK_OIFS_OUTPUT
+for the run scripts. FDB reads FDB5_CONFIG_FILE, set when the deployment has a config.
+]])
+
+-- Loading another version swaps this one out.
+family("openifs-env")
+
+load("eccodes")
+if v.fdb then
+  load("fdb")
+end
+-- OpenIFS itself is built on the compute-stack sites only; elsewhere the tools suffice.
+if isAvail("openifs") then
+  load("openifs")
+end
+if isAvail("craype-hugepages2M") then
+  load("craype-hugepages2M")
+end
+
+setenv("IOSTACK_OIFS_OUTPUT", v.fdb and "fdb" or "grib")
+
+if v.fdb then
+  -- <root>/modulefiles/Core/openifs-env/<version>.lua -> <root>/etc/fdb5/config.yaml
+  local root = myFileName():match("^(.*)/modulefiles/[^/]+/openifs%-env/[^/]+$")
+  local config = root and pathJoin(root, "etc", "fdb5", "config.yaml")
+  if config and isFile(config) then
+    setenv("FDB5_CONFIG_FILE", config)
+  end
+end
+if v.async_write then
+  -- FDB5 resource fdbAsyncWrite (default false): a run-time setting, never a build one
+  setenv("FDB_ASYNC_WRITE", "1")
+end
