@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import configparser
-import json
 import os
 import pathlib
 import shutil

@@ -28,7 +28,7 @@ def main(argv):
             print(f"stripe_count:  {count} stripe_size:   {size} pattern:       raid0 stripe_offset: -1")
         return 0
     if cmd == "setstripe":
-        opts = dict(zip(args[:-1:2], args[1:-1:2]))
+        opts = dict(zip(args[:-1:2], args[1:-1:2], strict=True))
         with open(state, "w", encoding="utf-8") as fh:
             fh.write(f"{int(opts['-c'])} {size_bytes(opts['-S'])}\n")
         return 0
