@@ -9,11 +9,19 @@
 #   lustre, nvme  the I/O directory is on Lustre / node-local NVMe
 #   mpi           MPI jobs can be launched
 #   nps1, nps2    the nodes' NUMA-per-socket mode (seed 003)
-# and environments by `stack` (the site's Spack stack is usable in it).
+# and environments by `stack` (the site's Spack stack is usable in it) and by the
+# applications and benchmarks the site's stack has (reframe-tests/iostack_rfm/apps):
+#   openifs, openfoam, ior (IOR and mdtest), io500, netcdf (parallel netCDF-C and PnetCDF),
+#   nvme-stage, darshan (darshan-runtime, for LD_PRELOAD)
 #
 # Partition `extras` the checks read (iostack_rfm.site):
 #   io_dir            where I/O checks write (default: the stage directory)
 #   launcher_options  options every parallel launch of the partition gets (binding)
+#   mpi_launcher      the launcher MPI jobs use where the partition's own cannot start
+#                     ranks (the local scheduler's `local` launcher)
+# Environment `extras`:
+#   app_modules       {feature: [modules]} the app checks load for an application
+#                     feature; none where the application is on PATH (Debian's)
 #
 # Environment variables:
 #   IOSTACK_RFM_STATE    <root>/reframe (set by bin/iostack): reports, perflogs, results DB
@@ -42,7 +50,7 @@ _SITE_MODULES = 'nomod' if _OFFSITE else 'lmod'
 
 # Environments of the local site (Debian's stack is on PATH; after `bin/iostack deploy`
 # the same packages are Lmod modules too).
-_LOCAL_FEATURES = ['fdb', 'grib', 'small-io', 'local-fs']
+_LOCAL_FEATURES = ['fdb', 'grib', 'small-io', 'local-fs', 'mpi']
 # Jobs are non-login bash scripts: define `module` from the Lmod that ReFrame itself uses
 # (LMOD_CMD, set by bin/iostack) so the `module load` lines ReFrame writes work.
 _LOCAL_PREPARE = ['. "$(dirname "$LMOD_CMD")/../init/bash"']
@@ -91,6 +99,7 @@ site_configuration = {
                     'max_jobs': 2,
                     'prepare_cmds': _LOCAL_PREPARE,
                     'features': _LOCAL_FEATURES,
+                    'extras': {'mpi_launcher': 'mpirun'},
                 },
             ],
         },
@@ -114,6 +123,9 @@ site_configuration = {
                     'time_limit': '10m',
                     'prepare_cmds': _LOCAL_PREPARE,
                     'features': _LOCAL_FEATURES + ['slurm'],
+                    # Debian's Slurm starts no PMI by default (MpiDefault=none); its
+                    # Open MPI 4.1 needs PMIx to be launched by srun
+                    'extras': {'launcher_options': ['--mpi=pmix']},
                 },
             ],
         },
@@ -167,7 +179,11 @@ site_configuration = {
             'name': 'stack',
             'target_systems': ['local', 'local-slurm'],
             'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
-            'features': ['stack', 'fdb', 'grib', 'eccodes'],
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
+            # Debian's OpenFOAM finds its etc/ through WM_PROJECT_DIR; its tutorials are
+            # package openfoam-examples
+            'env_vars': [['WM_PROJECT_DIR', '/usr/share/openfoam'],
+                         ['FOAM_TUTORIALS', '/usr/share/doc/openfoam-examples/examples']],
         },
         {
             # Seed 000: the support libraries built with CCE for compute nodes ...
@@ -175,7 +191,8 @@ site_configuration = {
             'target_systems': ['cray-ex'],
             'modules': ['PrgEnv-cray', 'eccodes', 'fdb', 'fio'],
             'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
-            'features': ['stack', 'fdb', 'grib', 'eccodes', 'cce'],
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
+            'extras': {'app_modules': {'openifs': ['openifs']}},
         },
         {
             # ... and with GNU for login/serial nodes.
@@ -183,14 +200,20 @@ site_configuration = {
             'target_systems': ['cray-ex'],
             'modules': ['PrgEnv-gnu', 'eccodes', 'fdb', 'fio'],
             'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
-            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu'],
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf'],
+            'extras': {'app_modules': {'ior': ['ior'], 'io500': ['io500'],
+                                       'netcdf': ['netcdf-c', 'parallel-netcdf']}},
         },
         {
             'name': 'gnu',
             'target_systems': ['oci-bm-optimized3'],
             'modules': ['openmpi', 'eccodes', 'fdb', 'fio'],
             'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
-            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu'],
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'openfoam', 'nvme-stage',
+                         'ior', 'io500', 'netcdf'],
+            'extras': {'app_modules': {'openfoam': ['openfoam'], 'nvme-stage': ['nvme-stage'],
+                                       'ior': ['ior'], 'io500': ['io500'],
+                                       'netcdf': ['netcdf-c', 'parallel-netcdf']}},
         },
     ],
     'modes': [
