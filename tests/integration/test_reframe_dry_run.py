@@ -1,0 +1,72 @@
+"""The real sites' configurations generate every test case of the suite (`reframe
+--dry-run`), here, away from the sites: IOSTACK_RFM_OFFSITE=1 switches their modules system
+to `nomod` because neither the Cray PE nor the sites' module trees exist on this node (see
+reframe-tests/config/iostack.py). Job scripts are written, so the Slurm options and the
+launch binding can be checked."""
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from iostack import paths, reframe
+
+
+def dry_run(system, prefix):
+    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(prefix).items()},
+           "IOSTACK_RFM_OFFSITE": "1", "IOSTACK_RFM_STATE": str(prefix)}
+    p = subprocess.run([str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+                        "--system", system, "--prefix", str(prefix), "--dry-run"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    print(p.stdout[-5000:], p.stderr[-2000:])
+    return p
+
+
+def job_scripts(prefix, partition, check):
+    return [p.read_text() for p in
+            pathlib.Path(prefix, "stage").glob(f"*/{partition}/*/{check}_*/rfm_job.sh")]
+
+
+SYSTEMS = ("cray-ex", "oci-bm-optimized3")
+
+
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory):
+    runs = {}
+    for system in SYSTEMS:
+        prefix = tmp_path_factory.mktemp(system)
+        runs[system] = (prefix, dry_run(system, prefix))
+    return runs
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_the_whole_suite_dry_runs(dry_runs, system):
+    _, p = dry_runs[system]
+    assert p.returncode == 0
+    ran = re.search(r"Ran (\d+)/(\d+) test case\(s\)", p.stdout)
+    assert ran and ran.group(1) == ran.group(2) and int(ran.group(1)) > 0
+    for check in ("FdbBitIdentityCheck", "FdbThroughputCheck", "StackSmokeCheck"):
+        assert re.search(rf"{check} .*@{system}:", p.stdout), check
+    # cluster partitions get the large throughput workload, never the CI-sized one
+    assert "%size=large" in p.stdout and "%size=small" not in p.stdout
+
+
+def test_cray_ex_jobs_ask_for_the_standard_partition_and_qos(dry_runs):
+    prefix, _ = dry_runs["cray-ex"]
+    scripts = job_scripts(prefix, "compute", "FdbThroughputCheck")
+    assert scripts
+    for s in scripts:
+        assert "#SBATCH --partition=standard" in s and "#SBATCH --qos=standard" in s
+        assert "\nsrun " in s and "/lus/scratch/iostack-rfm/" in s
+
+
+def test_oci_jobs_bind_per_nps_mode(dry_runs):
+    prefix, _ = dry_runs["oci-bm-optimized3"]
+    for nps, bind in (("nps1", "--cpu-bind=cores"), ("nps2", "--cpu-bind=rank_ldom")):
+        scripts = job_scripts(prefix, nps, "FdbThroughputCheck")
+        assert scripts, nps
+        for s in scripts:
+            assert f"#SBATCH --partition=compute-{nps}" in s
+            assert re.search(rf"\nsrun {bind} --distribution=block:cyclic bash ", s), s
+            assert "/mnt/localdisk/iostack-rfm/" in s

@@ -1,0 +1,90 @@
+"""The nightly on `local-slurm`: the same checks through a single-node Slurm cluster that
+the tests start on this node (munged, slurmctld, slurmd) and stop afterwards."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from iostack import paths, slurm
+from iostack_rfm import references, stack
+
+pytestmark = pytest.mark.skipif(not shutil.which("fdb-hammer"), reason="FDB tools not installed")
+
+
+@pytest.fixture(scope="session")
+def local_slurm(tmp_path_factory):
+    """A running single-node cluster; skipped (with why) where one cannot run."""
+    reason = slurm.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = slurm.LocalSlurm(tmp_path_factory.mktemp("slurm"))
+    cluster.start()  # raises with the daemons' log tails if the node never gets idle
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def nightly(local_slurm, tmp_path_factory):
+    root = tmp_path_factory.mktemp("deploy-local-slurm")
+    p = subprocess.run(
+        [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
+         "local-slurm", "--root", str(root)],
+        capture_output=True, text=True, timeout=1200, env={**os.environ, **local_slurm.env()})
+    print(p.stdout[-6000:], p.stderr[-3000:])
+    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
+                     key=os.path.getmtime)
+    assert reports, "ReFrame wrote no report"
+    return p, json.loads(reports[-1].read_text())
+
+
+def last_attempts(report):
+    out = {}
+    for run in report["runs"]:
+        for tc in run["testcases"]:
+            out[tc["name"]] = tc
+    return out
+
+
+def test_the_cluster_is_up_with_one_idle_node(local_slurm):
+    assert local_slurm.node_state() in ("idle", "mixed", "allocated")
+    p = subprocess.run(["sinfo", "-h", "-o", "%P %D"], capture_output=True, text=True,
+                       env={**os.environ, **local_slurm.env()})
+    assert p.stdout.split() == [f"{slurm.PARTITION}*", "1"]
+
+
+def test_every_check_passes_through_slurm(nightly):
+    p, report = nightly
+    cases = last_attempts(report)
+    names = [n.split()[0] for n in cases]
+    assert names.count("FdbBitIdentityCheck") == 3
+    assert names.count("FdbThroughputCheck") == 4
+    assert names.count("StackSmokeCheck") == len(stack.site_roots("local"))
+    assert {n: tc["result"] for n, tc in cases.items()} == {n: "pass" for n in cases}
+    assert p.returncode == 0
+
+
+def test_jobs_ran_as_slurm_jobs_on_this_node(nightly, local_slurm):
+    _, report = nightly
+    for tc in last_attempts(report).values():
+        assert tc["system"] == "local-slurm" and tc["scheduler"] == "squeue"
+        if tc["build_locally"] and tc["name"].startswith("GribGenBuild"):
+            continue
+        assert str(tc["jobid"]).isdigit(), tc["name"]
+        # squeue only names the node while it sees the job running; short jobs may end first
+        assert tc["job_nodelist"] in ([], [slurm.node_hardware()["NodeName"]]), tc["name"]
+
+
+def test_throughput_values_through_srun_are_sane(nightly):
+    _, report = nightly
+    for name, tc in last_attempts(report).items():
+        if not name.startswith("FdbThroughputCheck"):
+            continue
+        values = {k.split(":")[-1]: v for k, v in tc["perfvalues"].items()}
+        ratio, ref = values["fdb_write_ratio"][:2]
+        assert 0.01 < ratio < 20 and not references.is_no_baseline(ref)
+        assert all(1 < values[v][0] < 1e6 for v in ("fdb_write_bw", "raw_write_bw", "fdb_read_bw"))
+        script = open(os.path.join(tc["stagedir"] if os.path.isdir(tc["stagedir"])
+                                   else tc["outputdir"], "rfm_job.sh")).read()
+        assert "#SBATCH --partition=iostack" in script and "\nsrun " in script

@@ -1,0 +1,199 @@
+"""The `local` nightly for real, through `bin/iostack nightly`: FDB bit-identity, FDB
+throughput and the stack smoke check; then `report` draws it and `record-baseline` writes
+its values; a system without a baseline fails until one is recorded; zero selected test
+cases fail."""
+import hashlib
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from iostack import paths
+from iostack_rfm import references, stack
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(p) for p in ("fdb-write", "fdb-hammer", "fio", "grib_set")),
+    reason="FDB tools (fdb5), fio or ecCodes tools not installed")
+
+IOSTACK = str(paths.REPO / "bin" / "iostack")
+
+
+def iostack(*args, env=None, timeout=900):
+    p = subprocess.run([IOSTACK, *args], capture_output=True, text=True,
+                       env={**os.environ, **(env or {})}, timeout=timeout)
+    print(p.stdout[-6000:], p.stderr[-3000:])
+    return p
+
+
+def newest_report(root):
+    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
+                     key=os.path.getmtime)
+    assert reports, "ReFrame wrote no report"
+    return json.loads(reports[-1].read_text())
+
+
+def cases(report):
+    """Each case's last attempt (the nightly mode retries once)."""
+    out = {}
+    for run in report["runs"]:
+        for tc in run["testcases"]:
+            out[tc["name"]] = tc
+    return out
+
+
+def throughput_cases(report):
+    return [tc for name, tc in cases(report).items() if name.startswith("FdbThroughputCheck")]
+
+
+def perf(tc):
+    return {key.split(":")[-1]: v for key, v in tc["perfvalues"].items()}
+
+
+@pytest.fixture(scope="module")
+def nightly(tmp_path_factory):
+    root = tmp_path_factory.mktemp("deploy-local")
+    p = iostack("nightly", "--site", "local", "--root", str(root))
+    return p, newest_report(root), root
+
+
+def test_every_case_of_the_nightly_passes(nightly):
+    p, report, _ = nightly
+    by_check = {}
+    for name, tc in cases(report).items():
+        by_check.setdefault(name.split()[0], []).append(tc["result"])
+    assert by_check["FdbBitIdentityCheck"] == ["pass"] * 3
+    assert by_check["StackSmokeCheck"] == ["pass"] * len(stack.site_roots("local"))
+    # the nightly's throughput variants: async on/off x sync on flush on/off, default buffers
+    assert by_check["FdbThroughputCheck"] == ["pass"] * 4
+    assert p.returncode == 0
+
+
+def test_throughput_values_are_present_and_sane(nightly):
+    _, report, _ = nightly
+    throughput = [tc for n, tc in cases(report).items() if n.startswith("FdbThroughputCheck")]
+    assert {tc["size"] for tc in throughput} == {"small"}
+    for tc in throughput:
+        values = perf(tc)
+        assert set(values) == {"fdb_write_ratio", "fdb_write_bw", "raw_write_bw", "fdb_read_bw"}
+        ratio, ref, lower = values["fdb_write_ratio"][:3]
+        assert 0.01 < ratio < 20 and values["fdb_write_ratio"][4] == "ratio"
+        # judged against the committed baseline, not the no-baseline placeholder
+        assert not references.is_no_baseline(ref) and lower == -0.7
+        for var in ("fdb_write_bw", "raw_write_bw", "fdb_read_bw"):
+            assert 1 < values[var][0] < 1e6 and values[var][4] == "MiB/s", var
+
+
+def test_smoke_runs_the_queries_from_path_without_a_module_tree(nightly):
+    _, report, _ = nightly
+    smoke = {n: tc for n, tc in cases(report).items() if n.startswith("StackSmokeCheck")}
+    versions = {r.key: r.version for r in stack.site_roots("local")}
+    for name, tc in smoke.items():
+        assert tc["module_check"].startswith("skipped: module tree"), name
+        assert tc["expected_version"] == versions[tc["package"]]
+
+
+def test_the_session_names_the_stack_it_ran_on(nightly):
+    _, report, root = nightly
+    info = report["session_info"]
+    lock = paths.SPACK_ENV_SITES / "local" / "spack.lock"
+    assert info["spack_lock_sha256"] == hashlib.sha256(lock.read_bytes()).hexdigest()
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", info["commit"]) and info["site"] == "local"
+    junit = (root / "reframe" / "reports" / "junit-nightly.xml").read_text()
+    assert junit.count("<testcase ") >= 3 + 4 + len(stack.site_roots("local"))
+
+
+def assert_real_png(path):
+    import matplotlib.image
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width >= 400 and height >= 200
+    pixels = matplotlib.image.imread(path)
+    assert float(pixels[..., :3].std()) > 0.02
+
+
+def test_report_draws_the_stored_session(nightly, tmp_path):
+    _, report, root = nightly
+    p = iostack("report", "--site", "local", "--root", str(root), "--out", str(tmp_path))
+    assert p.returncode == 0
+    page = (tmp_path / "index.html").read_text()
+    pngs = sorted(tmp_path.glob("*.png"))
+    assert {f"FdbThroughputCheck__{v}.png" for v in
+            ("fdb_write_ratio", "fdb_write_bw", "raw_write_bw", "fdb_read_bw")} <= {p.name for p in pngs}
+    assert set(re.findall(r"<img src='([^']+)'", page)) == {p.name for p in pngs}
+    for png in pngs:
+        assert_real_png(png)
+    assert report["session_info"]["uuid"] in page
+    assert page.count("<td class='result'>PASS</td>") == report["session_info"]["num_cases"]
+
+
+def test_record_baseline_writes_the_run_with_its_provenance(nightly, tmp_path):
+    _, report, root = nightly
+    shutil.copytree(references.REFERENCES_DIR, tmp_path, dirs_exist_ok=True)
+    p = iostack("record-baseline", "--site", "local", "--root", str(root),
+                "--check", "FdbThroughputCheck", "--references-dir", str(tmp_path))
+    assert p.returncode == 0
+    section = references.load(tmp_path / "fdb_throughput.yaml")["FdbThroughputCheck"]
+    recorded = section["references"]["local:default"]
+    session = report["session_info"]
+    for name, tc in cases(report).items():
+        if name.startswith("FdbThroughputCheck"):
+            entry = recorded[tc["reference_variant"]]["fdb_write_ratio"]
+            assert entry["value"] == pytest.approx(perf(tc)["fdb_write_ratio"][0])
+            assert entry["provenance"]["session"] == session["uuid"]
+            assert entry["provenance"]["commit"] == session["commit"]
+            assert entry["provenance"]["spack_lock_sha256"] == session["spack_lock_sha256"]
+
+
+ONE_VARIANT = ["-n", "FdbThroughputCheck%size=small%async_write=False%data_sync_on_flush=True%buffer_mib=64",
+               "--max-retries=0"]
+
+
+def test_a_system_without_baseline_fails_until_one_is_recorded(tmp_path):
+    refs = tmp_path / "references"
+    refs.mkdir()
+    data = references.load(references.REFERENCES_DIR / "fdb_throughput.yaml")
+    data["FdbThroughputCheck"]["references"] = {}
+    references.dump(refs / "fdb_throughput.yaml", data)
+    env = {"IOSTACK_RFM_REFERENCES": str(refs)}
+    root = tmp_path / "root"
+
+    p = iostack("nightly", "--site", "local", "--root", str(root), "--", *ONE_VARIANT, env=env)
+    (tc,) = throughput_cases(newest_report(root))
+    assert p.returncode != 0 and tc["result"] == "fail" and tc["fail_phase"] == "performance"
+    assert "no baseline for local:default" in p.stdout
+    assert ("bin/iostack record-baseline --site local --system local --check FdbThroughputCheck"
+            in p.stdout)
+
+    p = iostack("record-baseline", "--site", "local", "--root", str(root),
+                "--references-dir", str(refs), env=env)
+    assert p.returncode == 0
+    p = iostack("nightly", "--site", "local", "--root", str(root), "--", *ONE_VARIANT, env=env)
+    (tc,) = throughput_cases(newest_report(root))
+    assert tc["result"] == "pass" and p.returncode == 0
+
+
+def test_smoke_loads_the_modules_of_a_deployed_tree(tmp_path):
+    roots = stack.site_roots("local")
+    for r in roots:
+        module = tmp_path / "modulefiles" / "Core" / f"{r.module}.lua"
+        module.parent.mkdir(parents=True, exist_ok=True)
+        module.write_text(f'setenv("IOSTACK_SMOKE_{r.name.upper()}", "{r.version}")\n')
+    p = iostack("nightly", "--site", "local", "--root", str(tmp_path), "--", "-n",
+                "StackSmokeCheck")
+    smoke = cases(newest_report(tmp_path))
+    assert p.returncode == 0 and len(smoke) == len(roots)
+    for tc in smoke.values():
+        assert tc["result"] == "pass" and tc["module_check"] == "loaded"
+        assert tc["modules"] == [f"{tc['package'].split('@')[0]}/{tc['expected_version']}"]
+
+
+def test_zero_selected_test_cases_fail(tmp_path):
+    p = iostack("nightly", "--site", "local", "--root", str(tmp_path), "--", "-n", "NoSuchCheck")
+    assert p.returncode == 3
+    assert "ran no test case" in p.stdout and "#3599" in p.stdout
