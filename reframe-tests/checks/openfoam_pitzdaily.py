@@ -1,0 +1,138 @@
+"""OpenFOAM on a CI-sized node: the pitzDaily tutorial (simpleFoam, 12,225 cells) run to
+convergence serially and on 2 ranks, each twice, in one job so the timings do not compete.
+
+Correctness: every run meets the case's residual controls ("SIMPLE solution converged in N
+iterations", and the last initial residuals below the fvSolution limits); a rerun converges
+at the same iteration and writes bit-identical fields (one digest over every written file,
+iostack_rfm.apps.foamcase); the 2-rank run has one processor directory per rank, both at the
+converged time, and reconstructs to the serial mesh's cell count.
+
+Performance: the solver's ClockTime (whole seconds, as OpenFOAM prints it) and the wall time
+of each solver step (the job's clock, nanoseconds), and the 2-rank/serial ratio of the wall
+times (below 1: the second rank helped).
+
+The tutorial comes from $FOAM_TUTORIALS (Debian: package openfoam-examples, set by the
+`stack` environment); the copy drops its function objects and writes only the converged
+state, so the solver's I/O is the final fields.
+"""
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import performance_function, run_before, sanity_function, variable
+
+from iostack_rfm.apps.openfoam import (OpenFOAMCheck, clock_seconds, converged_at,
+                                       decompose_par_dict, foam_remove, foam_set,
+                                       residuals_above, summary_command, summary_value)
+
+RUNS = ('serial', 'serial-rerun', 'parallel', 'parallel-rerun')
+
+
+@sn.deferrable
+def as_text(value):
+    return str(value)
+
+
+@rfm.simple_test
+class OpenFOAMPitzDailyCheck(OpenFOAMCheck):
+    descr = 'pitzDaily serial and 2-rank: converged, bit-identical reruns, ClockTime (seed 003)'
+    # a tutorial-sized case: CI-class nodes; clusters run HPC_Motorbike
+    valid_systems = ['+mpi +small-io']
+    num_tasks = 2
+    tutorial = variable(str, value='incompressible/simpleFoam/pitzDaily')
+    #: the tutorial's own limit; it converges in a few hundred iterations
+    end_time = variable(int, value=2000)
+    #: the tutorial's residualControl (system/fvSolution), by solved field
+    residual_controls = variable(dict, value={'p': 1e-2, 'U[xyz]': 1e-3, 'k': 1e-3,
+                                              'epsilon': 1e-3})
+    time_limit = '15m'
+    tags = {'openfoam', 'bit-identity', 'performance', 'nightly'}
+
+    @run_before('run')
+    def set_job(self):
+        control = 'base/system/controlDict'
+        self.prerun_cmds = [
+            self.step('prepare', ' && '.join([
+                f'cp -r "$FOAM_TUTORIALS/{self.tutorial}" base',
+                foam_remove(control, 'functions'),
+                foam_set(control, 'endTime', self.end_time),
+                # a write only at convergence (OpenFOAM writes the converged state)
+                foam_set(control, 'writeInterval', self.end_time)])),
+            self.serial_step('mesh', 'base', 'blockMesh'),
+            self.step('copy', 'cp -r base serial && cp -r base serial-rerun && cp -r base parallel'),
+            self.step('decompose', ' && '.join([
+                decompose_par_dict('parallel/system/decomposeParDict', self.num_tasks),
+                '(cd parallel && decomposePar > log.decomposePar 2>&1)',
+                'cp -r parallel parallel-rerun'])),
+            self.serial_step('solve-serial', 'serial', 'simpleFoam'),
+            self.serial_step('solve-serial-rerun', 'serial-rerun', 'simpleFoam'),
+            self.parallel_step('solve-parallel', 'parallel', 'simpleFoam'),
+            self.parallel_step('solve-parallel-rerun', 'parallel-rerun', 'simpleFoam'),
+            self.serial_step('reconstruct', 'parallel', 'reconstructPar', '-latestTime'),
+        ]
+        self.executable = ' && '.join(
+            [summary_command(run, run) for run in RUNS]
+            + [summary_command('parallel', 'reconstructed', top=True)])
+
+    def _summary(self, label, key):
+        return summary_value(self.stdout, label, key)
+
+    @sanity_function
+    def validate(self):
+        checks = [self.steps_ok(['prepare', 'mesh', 'copy', 'decompose', 'solve-serial',
+                                 'solve-serial-rerun', 'solve-parallel',
+                                 'solve-parallel-rerun', 'reconstruct'])]
+        for run in RUNS:
+            log = f'{run}/log.simpleFoam'
+            checks += [
+                sn.assert_le(converged_at(log), self.end_time),
+                sn.assert_eq(residuals_above(log, self.residual_controls), [],
+                             msg=f'{run}: residuals above control: {{0}}'),
+                # the fields of the converged iteration, nothing else
+                sn.assert_eq(self._summary(run, 'times'), as_text(converged_at(log))),
+                sn.assert_eq(self._summary(run, 'written'), '1'),
+            ]
+        for run in ('serial', 'parallel'):
+            checks += [
+                sn.assert_eq(converged_at(f'{run}-rerun/log.simpleFoam'),
+                             converged_at(f'{run}/log.simpleFoam')),
+                sn.assert_eq(self._summary(f'{run}-rerun', 'files'), self._summary(run, 'files')),
+                sn.assert_eq(self._summary(f'{run}-rerun', 'sha256'), self._summary(run, 'sha256'),
+                             msg=f'{run} rerun wrote different fields: {{0}} != {{1}}'),
+            ]
+        checks += [
+            sn.assert_eq(self._summary('serial', 'processors'), '0'),
+            sn.assert_eq(self._summary('parallel', 'processors'), str(self.num_tasks)),
+            sn.assert_eq(self._summary('parallel-rerun', 'processors'), str(self.num_tasks)),
+            # the decomposition covers the mesh: processors' cells add up to the serial count
+            sn.assert_eq(self._summary('parallel', 'cells'), self._summary('serial', 'cells')),
+            sn.assert_eq(self._summary('reconstructed', 'cells'), self._summary('serial', 'cells')),
+            sn.assert_eq(self._summary('reconstructed', 'times'), self._summary('parallel', 'times')),
+        ]
+        return sn.all(checks)
+
+    @performance_function('s')
+    def clock_time_serial(self):
+        return clock_seconds('serial/log.simpleFoam')
+
+    @performance_function('s')
+    def clock_time_2rank(self):
+        return clock_seconds('parallel/log.simpleFoam')
+
+    @performance_function('s')
+    def wall_serial(self):
+        return self.step_seconds('solve-serial')
+
+    @performance_function('s')
+    def wall_2rank(self):
+        return self.step_seconds('solve-parallel')
+
+    @performance_function('ratio')
+    def time_ratio_2rank_serial(self):
+        return self.step_seconds('solve-parallel') / self.step_seconds('solve-serial')
+
+    @performance_function('iterations')
+    def iterations_serial(self):
+        return converged_at('serial/log.simpleFoam')
+
+    @performance_function('iterations')
+    def iterations_2rank(self):
+        return converged_at('parallel/log.simpleFoam')
