@@ -88,3 +88,26 @@ def test_throughput_values_through_srun_are_sane(nightly):
         script = open(os.path.join(tc["stagedir"] if os.path.isdir(tc["stagedir"])
                                    else tc["outputdir"], "rfm_job.sh")).read()
         assert "#SBATCH --partition=iostack" in script and "\nsrun " in script
+
+
+def test_nightly_can_start_and_stop_its_own_cluster(tmp_path):
+    """`--local-slurm`, for an admin without a Slurm: up for the run, gone afterwards."""
+    reason = slurm.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    p = subprocess.run(
+        [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
+         "local-slurm", "--local-slurm", "--root", str(tmp_path), "--", "-n",
+         "StackSmokeCheck%package=fdb"],
+        capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "SLURM_CONF"})
+    print(p.stdout[-4000:], p.stderr[-2000:])
+    assert p.returncode == 0
+    assert "local Slurm cluster stopped" in p.stdout
+    state = tmp_path / "slurm"
+    assert (state / "etc" / "slurm.conf").is_file()
+    # every daemon it started has exited
+    for daemon in slurm.DAEMONS:
+        pid = int((state / "run" / f"{daemon}.daemon-pid").read_text())
+        assert not os.path.exists(f"/proc/{pid}") or \
+            open(f"/proc/{pid}/stat").read().split()[2] == "Z", daemon
