@@ -39,18 +39,25 @@ class AppEnvironment(rfm.RegressionTestPlugin):
 
     @run_after('init')
     def select_app_environments(self):
-        if not self.app_features:
+        self.require_app_features(self.app_features)
+
+    def require_app_features(self, features):
+        """Add application features: environments must have them, their modules load."""
+        wanted = ' '.join(f'+{f}' for f in features)
+        if not wanted:
             return
-        wanted = ' '.join(f'+{f}' for f in self.app_features)
 
         def with_features(spec):
             if spec == '*':
                 return wanted
             if spec[0] in '+-%':
-                return f'{spec} {wanted}'
+                return ' '.join([spec] + [f'+{f}' for f in features if f'+{f}' not in
+                                          spec.split()])
             return spec     # an environment by name (fixtures get their parent's)
 
         self.valid_prog_environs = [with_features(e) for e in self.valid_prog_environs]
+        self.app_features = self.app_features + [f for f in features
+                                                 if f not in self.app_features]
 
     @run_after('setup')
     def load_app_modules(self):

@@ -1,0 +1,222 @@
+"""OpenIFS with and without FDB (seed 000): the test cases, the namelist switches the check
+sets, and the job-side comparison of a run's GRIB files with what the FDB run archived.
+
+    python3 -m iostack_rfm.apps.openifs namelist fort.4 --set NAMCT0:LFDBOP=true ...
+    python3 -m iostack_rfm.apps.openifs compare-fdb GRIB_RUN_DIR --fdb-root DIR
+
+`compare-fdb` takes every output file of the GRIB run, ICMGG<exp>+<step> (grid point) and
+ICMSH<exp>+<step> (spectral), retrieves the same fields from FDB (`fdb-read --extract`: the
+request is the file's own MARS keys; FDB5_CONFIG_FILE names the FDB run's config) and
+compares them message by message with iostack_rfm.gribcompare (counts, bytes, sha256,
+grib_compare). Seed 000 also found the total bytes equal: the FDB data files (*.data, FDB4's
+*.dat) must hold exactly the GRIB files' bytes, and FDB must list exactly as many fields as
+the files hold. The last line says it all:
+
+    oifs-output: files=14 steps=7 messages=812 identical=812 fdb_fields=812 bytes_grib=N
+    bytes_fdb=N RESULT=IDENTICAL
+
+Standard library only (plus ecCodes' and FDB's command-line tools in the job).
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from iostack_rfm import gribcompare
+
+
+@dataclass(frozen=True)
+class Case:
+    """A seed 000 test case (Table 2): its MPI x OpenMP layout on HECToR."""
+
+    name: str
+    mpi_tasks: int
+    threads: int
+    #: "Baseline wall time", minutes (of one run)
+    baseline_minutes: int
+
+    @property
+    def cores(self) -> int:
+        return self.mpi_tasks * self.threads
+
+
+# seed 000, Table 2; forecast days per day are in reframe-tests/references/openifs.yaml
+CASES = {
+    "T159": Case("T159", 16, 8, 5),
+    "T511": Case("T511", 128, 8, 9),
+    "T1279": Case("T1279", 512, 8, 17),
+    "T1279_op": Case("T1279_op", 512, 8, 26),
+}
+
+OUTPUT_FILE = re.compile(r"^ICM(?P<kind>GG|SH)(?P<exp>\w{4})\+(?P<step>\d{6})$")
+# Lustre striping as the check's parameter spells it: "<count>x<size>", e.g. 8x16M
+STRIPE = re.compile(r"^(?P<count>-?\d+)x(?P<size>\d+[KMG])$")
+
+
+def stripe_options(stripe: str) -> list[str] | None:
+    """`lfs setstripe` options for a stripe parameter, None for `inherit` (the directory's)."""
+    if stripe == "inherit":
+        return None
+    m = STRIPE.match(stripe)
+    if not m:
+        raise ValueError(f"stripe {stripe!r}: expected inherit or <count>x<size>, e.g. 4x4M")
+    return ["-c", m["count"], "-S", m["size"]]
+
+
+def fortran_value(value) -> str:
+    if isinstance(value, bool):
+        return ".true." if value else ".false."
+    if isinstance(value, (int, float)):
+        return str(value)
+    text = str(value)
+    low = text.lower()
+    if low in ("true", ".true.", "t", ".t."):
+        return ".true."
+    if low in ("false", ".false.", "f", ".f."):
+        return ".false."
+    if re.fullmatch(r"[-+]?\d+(\.\d*)?([eEdD][-+]?\d+)?", text) or text.startswith(("'", '"')):
+        return text
+    return f"'{text}'"
+
+
+def set_namelist(text: str, group: str, key: str, value) -> str:
+    """Set `key` in namelist group `group` (&GROUP ... /) of a Fortran namelist file: the
+    assignment is replaced where it starts a line, else added at the end of the group; a
+    missing group is appended."""
+    value = fortran_value(value)
+    start = re.search(rf"(?im)^[ \t]*&{re.escape(group)}\b.*$", text)
+    if not start:
+        return text.rstrip("\n") + f"\n &{group.upper()}\n   {key.upper()}={value},\n /\n"
+    end = re.compile(r"(?m)^[ \t]*(/|&END\b)").search(text, start.end())
+    if not end:
+        raise ValueError(f"namelist group &{group} has no end (/)")
+    body = text[start.end():end.start()]
+    assignment = re.compile(rf"(?im)^([ \t]*){re.escape(key)}[ \t]*=[^,\n]*,?")
+    if assignment.search(body):
+        body = assignment.sub(lambda m: f"{m.group(1)}{key.upper()}={value},", body, count=1)
+    else:
+        body = body.rstrip("\n") + f"\n   {key.upper()}={value},\n"
+    return text[:start.end()] + body + text[end.start():]
+
+
+def output_files(run_dir) -> dict[str, list[pathlib.Path]]:
+    """The run's output files by kind (GG, SH), in step order."""
+    found: dict[str, list[pathlib.Path]] = {"GG": [], "SH": []}
+    for p in sorted(pathlib.Path(run_dir).iterdir()):
+        if m := OUTPUT_FILE.match(p.name):
+            found[m["kind"]].append(p)
+    return found
+
+
+def experiments_of(run_dir) -> set[str]:
+    return {m["exp"] for p in pathlib.Path(run_dir).iterdir() if (m := OUTPUT_FILE.match(p.name))}
+
+
+def fdb_data_bytes(fdb_root) -> int:
+    """Bytes of the FDB's data files (FDB5 *.data, FDB4 *.dat): the archived GRIB."""
+    return sum(p.stat().st_size for p in pathlib.Path(fdb_root).rglob("*")
+               if p.is_file() and p.suffix in (".data", ".dat"))
+
+
+def fdb_field_count() -> int:
+    """Fields FDB lists in all its databases (the config in the environment)."""
+    out = subprocess.run(["fdb-list", "--all", "--minimum-keys=", "--porcelain"],
+                         check=True, capture_output=True, text=True).stdout
+    return sum(1 for line in out.splitlines() if line.startswith("{"))
+
+
+_COUNTS = re.compile(r"matched=(\d+) missing=(\d+) extra=(\d+) identical=(\d+) differing=(\d+)")
+
+
+def compare_with_fdb(run_dir, fdb_root, out=sys.stdout) -> bool:
+    """Compare every GRIB output file of `run_dir` with the same fields from FDB."""
+    def say(line):
+        print(f"oifs-output: {line}", file=out, flush=True)
+
+    files = output_files(run_dir)
+    every = sorted(files["GG"] + files["SH"], key=lambda p: (p.name[5:], p.name))
+    steps = {p.name[-6:] for p in every}
+    messages = identical = grib_bytes = 0
+    reasons = []
+    if not every:
+        reasons.append(f"no ICMGG/ICMSH output files in {run_dir}")
+    if {p.name[-6:] for p in files["GG"]} != {p.name[-6:] for p in files["SH"]}:
+        reasons.append("grid-point and spectral files cover different steps")
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in every:
+            extracted = os.path.join(tmp, path.name + ".fdb")
+            read = subprocess.run(["fdb-read", "--extract", str(path), extracted],
+                                  capture_output=True, text=True)
+            if read.returncode != 0 or not os.path.exists(extracted):
+                reasons.append(f"{path.name}: fdb-read failed ({read.returncode})")
+                say(f"file={path.name} RESULT=ERROR fdb-read rc={read.returncode}")
+                continue
+            buffer = io.StringIO()
+            same = gribcompare.compare(str(path), extracted, out=buffer)
+            counts = _COUNTS.search(buffer.getvalue())
+            n_ref = len(gribcompare.split_messages(path.read_bytes()))
+            messages += n_ref
+            identical += int(counts.group(4)) if counts else 0
+            grib_bytes += path.stat().st_size
+            say(f"file={path.name} messages={n_ref} "
+                f"identical={counts.group(4) if counts else 0} "
+                f"RESULT={'IDENTICAL' if same else 'DIFFERENT'}")
+            if not same:
+                reasons.append(f"{path.name} differs")
+                for line in buffer.getvalue().splitlines():
+                    if "DIFFERENT" in line:
+                        say(f"  {line.removeprefix('gribcompare: ')}")
+    fdb_fields = fdb_field_count() if every else 0
+    fdb_bytes = fdb_data_bytes(fdb_root)
+    if fdb_fields != messages:
+        reasons.append(f"FDB lists {fdb_fields} fields, the GRIB files hold {messages}")
+    if fdb_bytes != grib_bytes:
+        reasons.append(f"FDB data files hold {fdb_bytes} bytes, the GRIB files {grib_bytes}")
+    say(f"files={len(every)} steps={len(steps)} messages={messages} identical={identical} "
+        f"fdb_fields={fdb_fields} bytes_grib={grib_bytes} bytes_fdb={fdb_bytes} "
+        + ("RESULT=IDENTICAL" if not reasons else "RESULT=DIFFERENT reason=" + "; ".join(reasons)))
+    return not reasons
+
+
+def _assignment(text: str):
+    m = re.fullmatch(r"(?P<group>\w+):(?P<key>\w+(?:\(\d+\))?)=(?P<value>.*)", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected GROUP:KEY=VALUE")
+    return m["group"], m["key"], m["value"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m iostack_rfm.apps.openifs",
+                                 description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    n = sub.add_parser("namelist", help="set namelist variables in place")
+    n.add_argument("file", type=pathlib.Path)
+    n.add_argument("--set", dest="assignments", type=_assignment, action="append", default=[],
+                   metavar="GROUP:KEY=VALUE")
+    c = sub.add_parser("compare-fdb", help="GRIB run output against the FDB run's archive")
+    c.add_argument("run_dir", type=pathlib.Path)
+    c.add_argument("--fdb-root", required=True, type=pathlib.Path)
+    args = ap.parse_args(argv)
+    if args.cmd == "namelist":
+        text = args.file.read_text()
+        for group, key, value in args.assignments:
+            text = set_namelist(text, group, key, value)
+            print(f"oifs-namelist: &{group.upper()} {key.upper()}={fortran_value(value)}")
+        args.file.write_text(text)
+        return 0
+    try:
+        return 0 if compare_with_fdb(args.run_dir, args.fdb_root) else 1
+    except (gribcompare.GribFormatError, OSError, subprocess.CalledProcessError) as e:
+        print(f"oifs-output: RESULT=ERROR {e}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
