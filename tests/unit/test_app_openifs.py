@@ -1,0 +1,107 @@
+"""OpenIFS check logic that needs no model: seed 000's cases, the namelist switches, the
+stripe parameter, output file names and the forecast-days-per-day metric from logs."""
+import pathlib
+
+import pytest
+import yaml
+
+from iostack_rfm.apps import openifs
+from iostack_rfm.parsers import openifs as ifslog
+
+REFERENCES = pathlib.Path(__file__).resolve().parents[2] / "reframe-tests/references/openifs.yaml"
+
+FORT4 = """\
+ &NAMCT0
+   NFRHIS=12,
+   LFDBOP=false,
+   NFRPOS=12,
+ /
+ &NAMPAR0
+   NPROC=4, NOUTPUT=1,
+ /
+ &NAMDYN
+   TSTEP=900.0,
+ /
+"""
+
+
+def test_cases_are_table_2():
+    # seed 000, Table 2: MPI x OMP and total cores, baseline wall minutes
+    table = {c.name: (c.mpi_tasks, c.threads, c.cores, c.baseline_minutes)
+             for c in openifs.CASES.values()}
+    assert table == {"T159": (16, 8, 128, 5), "T511": (128, 8, 1024, 9),
+                     "T1279": (512, 8, 4096, 17), "T1279_op": (512, 8, 4096, 26)}
+
+
+def test_table_2_speeds_are_the_hector_references():
+    section = yaml.safe_load(REFERENCES.read_text())["OpenIFSOutputCheck"]
+    hector = section["references"]["hector:compute"]
+    speeds = {variant.split(",")[0].removeprefix("case="): {
+        var.removeprefix("forecast_days_per_day_"): e["value"] for var, e in entries.items()}
+        for variant, entries in hector.items()}
+    # without FDB / with FDB; T1279_op was run with FDB only
+    assert speeds == {"T159": {"grib": 3372, "fdb": 3347}, "T511": {"grib": 679, "fdb": 691},
+                      "T1279": {"grib": 284, "fdb": 292}, "T1279_op": {"fdb": 193}}
+    # keyed like the check's variants: the seed's baseline settings
+    for variant in hector:
+        assert variant.endswith(",hugepages=none,nwrtout=1,stripe=inherit")
+    for entries in hector.values():
+        for e in entries.values():
+            assert e["provenance"]["source"] == "seed 000, Table 2"
+
+
+def test_namelist_replaces_adds_and_appends():
+    text = openifs.set_namelist(FORT4, "NAMCT0", "LFDBOP", True)
+    assert "   LFDBOP=.true.," in text and "LFDBOP=false" not in text
+    assert "NFRHIS=12," in text and "NFRPOS=12," in text
+    # a key the group lacks goes before its end; other groups are untouched
+    text = openifs.set_namelist(text, "namdyn", "LSLAG", "true")
+    dyn = text[text.index("&NAMDYN"):]
+    assert dyn.index("LSLAG=.true.,") < dyn.index(" /")
+    # a missing group is appended
+    text = openifs.set_namelist(text, "NAMPAR1", "NWRTOUT", 16)
+    assert text.rstrip().endswith("&NAMPAR1\n   NWRTOUT=16,\n /")
+    # an assignment sharing its line: the first key of the line is replaced in place
+    text = openifs.set_namelist(text, "NAMPAR0", "NPROC", 128)
+    assert "   NPROC=128, NOUTPUT=1," in text
+
+
+def test_namelist_group_without_end_is_refused():
+    with pytest.raises(ValueError, match="no end"):
+        openifs.set_namelist(" &NAMCT0\n  LFDBOP=false,\n", "NAMCT0", "LFDBOP", True)
+
+
+@pytest.mark.parametrize("value,text", [(True, ".true."), ("F", ".false."), (4, "4"),
+                                        ("1.5", "1.5"), ("fwj8", "'fwj8'")])
+def test_fortran_values(value, text):
+    assert openifs.fortran_value(value) == text
+
+
+def test_stripe_parameter():
+    assert openifs.stripe_options("inherit") is None
+    # seed 000: `lfs setstripe -c 8 -s 16M` (today's lfs spells the size -S)
+    assert openifs.stripe_options("8x16M") == ["-c", "8", "-S", "16M"]
+    assert openifs.stripe_options("-1x4M") == ["-c", "-1", "-S", "4M"]
+    with pytest.raises(ValueError):
+        openifs.stripe_options("8")
+
+
+def test_output_file_names(tmp_path):
+    for name in ("ICMGGfwj8+000024", "ICMSHfwj8+000024", "ICMGGfwj8+000036",
+                 "ICMSHfwj8+000036", "ICMGGfwj8INIT", "ifs.stat", "ICMSHfwj8+36"):
+        (tmp_path / name).write_bytes(b"")
+    files = openifs.output_files(tmp_path)
+    assert [p.name for p in files["GG"]] == ["ICMGGfwj8+000024", "ICMGGfwj8+000036"]
+    assert [p.name for p in files["SH"]] == ["ICMSHfwj8+000024", "ICMSHfwj8+000036"]
+    assert openifs.experiments_of(tmp_path) == {"fwj8"}
+
+
+def test_forecast_days_per_day_from_the_logs():
+    # a 10-day T159 forecast in 4 min 16 s of model wall time: 3375 days per day, the
+    # order of Table 2's 3372
+    stat = ("  10:00:01 AAAA00AAA STEPO                   0    0.100    0.100    0.150      0:00      0:00\n"
+            "  10:04:17 AAAA00AAA STEPO                 240    0.900    0.900    1.050      4:10      4:16\n")
+    node = "  10:04:17 STEP  240 H= 240:00 +CPU=  1.050\n"
+    run = ifslog.summarize(stat, node)
+    assert run.forecast_days == 10 and run.wall_seconds == 256
+    assert run.forecast_days_per_day == pytest.approx(3375.0)
