@@ -7,6 +7,7 @@ read (SPACK_DISABLE_LOCAL_CONFIG), so a user's own Spack settings cannot change 
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 
 from iostack import paths, pins
@@ -53,11 +54,28 @@ def environment(root_dir: pathlib.Path) -> dict:
     }
 
 
+def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
+    """The site's environment as the deployment uses it: spack-env/ copied to <root>/spack-env,
+    so what Spack writes (spack.lock, .spack-env/) stays with the deployment and never changes
+    the checkout. Each call refreshes the copy from the checkout, keeping Spack's own state."""
+    dest = root_dir / "spack-env"
+    for path in sorted(dest.rglob("*"), reverse=True) if dest.exists() else []:
+        if ".spack-env" in path.relative_to(dest).parts:
+            continue
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+    shutil.copytree(paths.REPO / "spack-env", dest, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".spack-env"))
+    return dest / "sites" / site
+
+
 def spack(args, root_dir, site=None, **kw):
     env = environment(root_dir)
     cmd = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
     if site:
-        cmd += ["-e", paths.SPACK_ENV_SITES / site]
+        cmd += ["-e", deployed_env(site, root_dir)]
     return run(cmd + list(args), env_extra=env, **kw)
 
 

@@ -41,6 +41,11 @@ def test_deploy_local_and_load_fdb_with_lmod(tmp_path):
     assert "spack -e" in p.stdout and "module lmod refresh" in p.stdout
     core = root / "modulefiles" / "Core"
     assert (core / "fdb" / "5.10.8.lua").is_file()
+    # Spack wrote into the deployment's copy of the environment, never into the checkout
+    assert (root / "spack-env" / "sites" / "local" / ".spack-env").is_dir()
+    clean = subprocess.run(["git", "status", "--porcelain", "spack-env"], cwd=paths.REPO,
+                           capture_output=True, text=True).stdout
+    assert clean == ""
     assert not any("-" in f.stem and len(f.stem) > 20 for f in core.rglob("*.lua"))  # no hashes
     script = (f"source /usr/share/lmod/lmod/init/bash && module use {core} && module load fdb && "
               'echo "FDB_ROOT=$FDB_ROOT" && fdb-info --version')

@@ -81,3 +81,20 @@ def test_commands_are_printed_before_they_run(capsys):
 
     run(["true"], env_extra={"A": "b c"}, cwd="/")
     assert capsys.readouterr().out.strip() == "+ cd / && A='b c' true"
+
+
+def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
+    root = tmp_path / "root"
+    env_dir = spack.deployed_env("local", root)
+    assert env_dir == root / "spack-env" / "sites" / "local"
+    assert (env_dir / "spack.yaml").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.yaml").read_text()
+    # Spack's state survives a refresh; a file the checkout no longer has does not
+    (env_dir / ".spack-env" / "transaction_lock").parent.mkdir()
+    (env_dir / ".spack-env" / "transaction_lock").write_text("")
+    (env_dir / "stale.yaml").write_text("x")
+    (env_dir / "spack.lock").write_text("{}")
+    spack.deployed_env("local", root)
+    assert (env_dir / ".spack-env" / "transaction_lock").exists()
+    assert not (env_dir / "stale.yaml").exists()
+    assert (env_dir / "spack.lock").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text()
+    assert (root / "spack-env" / "common" / "modules.yaml").is_file()  # relative includes resolve
