@@ -51,6 +51,10 @@ _SITE_MODULES = 'nomod' if _OFFSITE else 'lmod'
 # Environments of the local site (Debian's stack is on PATH; after `bin/iostack deploy`
 # the same packages are Lmod modules too).
 _LOCAL_FEATURES = ['fdb', 'grib', 'small-io', 'local-fs', 'mpi']
+# Two jobs share a CI node's 2 cores: Open MPI ranks that spin while they wait starve the
+# others (pitzDaily on 2 ranks took 15 s instead of 4 next to one busy process), so they
+# yield the core when idle.
+_LOCAL_MPI_ENV = [['OMPI_MCA_mpi_yield_when_idle', '1']]
 # Jobs are non-login bash scripts: define `module` from the Lmod that ReFrame itself uses
 # (LMOD_CMD, set by bin/iostack) so the `module load` lines ReFrame writes work.
 _LOCAL_PREPARE = ['. "$(dirname "$LMOD_CMD")/../init/bash"']
@@ -100,6 +104,7 @@ site_configuration = {
                     'prepare_cmds': _LOCAL_PREPARE,
                     'features': _LOCAL_FEATURES,
                     'extras': {'mpi_launcher': 'mpirun'},
+                    'env_vars': _LOCAL_MPI_ENV,
                 },
             ],
         },
@@ -126,6 +131,7 @@ site_configuration = {
                     # Debian's Slurm starts no PMI by default (MpiDefault=none); its
                     # Open MPI 4.1 needs PMIx to be launched by srun
                     'extras': {'launcher_options': ['--mpi=pmix']},
+                    'env_vars': _LOCAL_MPI_ENV,
                 },
             ],
         },
