@@ -17,10 +17,9 @@ import pathlib
 import subprocess
 
 from iostack import paths, reframe
+from iostack.report import NO_BASELINE_MIN
 
 RC_NO_TESTS = 3
-#: the reference value iostack_rfm.references gives partitions without a baseline
-_NO_BASELINE_MIN = 1e300
 
 
 def git_commit() -> str:
@@ -55,7 +54,7 @@ def _no_baseline_hints(report: dict, site: str) -> list[str]:
             if tc.get("result") != "fail" or tc.get("fail_phase") != "performance":
                 continue
             perf = tc.get("perfvalues") or {}
-            if any(isinstance(v[1], (int, float)) and v[1] >= _NO_BASELINE_MIN
+            if any(isinstance(v[1], (int, float)) and v[1] >= NO_BASELINE_MIN
                    for v in perf.values()):
                 check = tc["name"].split()[0]
                 hints.append(f"  {tc['name']} @{tc['system']}:{tc['partition']}: "

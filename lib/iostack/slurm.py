@@ -248,8 +248,29 @@ class LocalSlurm:
             raise
         return self
 
+    def cancel_jobs(self, timeout: float = 30.0) -> None:
+        """Cancel the cluster's jobs and wait for them to go: with proctrack/linuxproc a
+        job's processes outlive a stopped slurmd."""
+        env = dict(os.environ, **self.env())
+        try:
+            subprocess.run([_which("scancel"), "--partition", PARTITION], env=env,
+                           capture_output=True, timeout=15)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                left = subprocess.run([_which("squeue"), "-h", "-t", "PD,R,CG,S", "-o", "%i"],
+                                      env=env, capture_output=True, text=True, timeout=15)
+                if left.returncode != 0 or not left.stdout.strip():
+                    return
+                time.sleep(1)
+        except (subprocess.TimeoutExpired, SlurmUnavailable):
+            pass
+
     def stop(self) -> None:
-        """Stop the daemons this object started (TERM, then KILL after 15 s)."""
+        """Cancel the jobs, then stop the daemons this object started (TERM, then KILL
+        after 15 s)."""
+        ctld = self.procs.get("slurmctld")
+        if ctld is not None and ctld.poll() is None:
+            self.cancel_jobs()
         for name in reversed(DAEMONS):
             proc = self.procs.pop(name, None)
             if proc is None or proc.poll() is not None:
@@ -314,6 +335,8 @@ def main(argv=None) -> int:
             cluster.procs.clear()
             print(f"export SLURM_CONF={cluster.conf}")
         else:
+            if cluster.conf.is_file():
+                cluster.cancel_jobs()
             _stop_by_pidfiles(args.state_dir.resolve())
     except (SlurmUnavailable, SlurmStartError) as e:
         print(f"iostack.slurm: error: {e}", file=sys.stderr)

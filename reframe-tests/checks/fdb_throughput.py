@@ -43,8 +43,8 @@ MiB = 1024 * 1024
 WORKLOADS = {
     # CI-sized nodes: about 55 MiB, seconds
     'small': {'nsteps': 4, 'nensembles': 1, 'nparams': 7},
-    # cluster partitions: about 2.6 GiB, beyond the page cache's write-back burst
-    'large': {'nsteps': 48, 'nensembles': 4, 'nparams': 7},
+    # cluster partitions: about 1 GiB per run (x repeats, plus fio's as much again)
+    'large': {'nsteps': 18, 'nensembles': 4, 'nparams': 7},
 }
 GRID = (721, 1440)
 

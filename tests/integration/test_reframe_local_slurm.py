@@ -1,5 +1,6 @@
 """The nightly on `local-slurm`: the same checks through a single-node Slurm cluster that
-the tests start on this node (munged, slurmctld, slurmd) and stop afterwards."""
+the tests start on this node (munged, slurmctld, slurmd) and stop afterwards. Like the
+`local` test, limited to FDB bit-identity, FDB throughput and the stack smoke check."""
 import json
 import os
 import shutil
@@ -30,7 +31,8 @@ def nightly(local_slurm, tmp_path_factory):
     root = tmp_path_factory.mktemp("deploy-local-slurm")
     p = subprocess.run(
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
-         "local-slurm", "--root", str(root)],
+         "local-slurm", "--root", str(root), "--", "-n", "FdbBitIdentityCheck", "-n",
+         "FdbThroughputCheck", "-n", "StackSmokeCheck"],
         capture_output=True, text=True, timeout=1200, env={**os.environ, **local_slurm.env()})
     print(p.stdout[-6000:], p.stderr[-3000:])
     reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
