@@ -19,6 +19,7 @@
 #   launcher_options  options every parallel launch of the partition gets (binding)
 #   mpi_launcher      the launcher MPI jobs use where the partition's own cannot start
 #                     ranks (the local scheduler's `local` launcher)
+#   mpi_launcher_options  options of MPI launches only (PMI selection)
 # Environment `extras`:
 #   app_modules       {feature: [modules]} the app checks load for an application
 #                     feature; none where the application is on PATH (Debian's)
@@ -130,8 +131,13 @@ site_configuration = {
                     'features': _LOCAL_FEATURES + ['slurm'],
                     # Debian's Slurm starts no PMI by default (MpiDefault=none); its
                     # Open MPI 4.1 needs PMIx to be launched by srun
-                    'extras': {'launcher_options': ['--mpi=pmix']},
-                    'env_vars': _LOCAL_MPI_ENV,
+                    'extras': {'mpi_launcher_options': ['--mpi=pmix']},
+                    # PMIx keeps a directory per job step, /tmp/spmix_appdir_<uid>_<job>.<step>
+                    # by default; each throwaway cluster (lib/iostack/slurm.py) numbers its
+                    # jobs from 1, so a leftover directory fails a later cluster's step: keep
+                    # them in the cluster's own state directory, beside its slurm.conf
+                    'env_vars': _LOCAL_MPI_ENV + [
+                        ['SLURM_PMIX_TMPDIR', '$(dirname ${SLURM_CONF:-/tmp/.})']],
                 },
             ],
         },

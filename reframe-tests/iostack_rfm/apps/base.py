@@ -70,7 +70,8 @@ class AppEnvironment(rfm.RegressionTestPlugin):
 
 class MpiLaunch(rfm.RegressionTestPlugin):
     """MPI programs run as steps, each launched by `mpi_command()`: the partition's
-    launcher with its `extras['launcher_options']` (seed 003's binding), or its
+    launcher with its `extras['launcher_options']` (seed 003's binding) and
+    `extras['mpi_launcher_options']` (PMI selection), or its
     `extras['mpi_launcher']` where its own starts no ranks (the local scheduler's), with Open
     MPI allowed to run as root. The job's own executable line runs on the batch host (a
     summary or comparison), not under the launcher."""
@@ -85,7 +86,8 @@ class MpiLaunch(rfm.RegressionTestPlugin):
 
     def mpi_command(self, *extra):
         """The launch command for the job's ranks, for a step that starts an MPI program."""
-        options = self.current_partition.extras.get('launcher_options', [])
+        extras = self.current_partition.extras
+        options = extras.get('launcher_options', []) + extras.get('mpi_launcher_options', [])
         # ReFrame copies these to the job only when the run stage starts
         self.job.num_tasks = self.num_tasks
         self.job.num_tasks_per_node = self.num_tasks_per_node
