@@ -155,7 +155,8 @@ class _Dumper(yaml.SafeDumper):
 
 
 def dump(path, data: dict) -> None:
-    """Write `data`, keeping the file's leading comment block."""
+    """Write `data`, keeping the file's leading comment block (comments further down are
+    not kept: put explanations in the header or in `provenance`)."""
     path = pathlib.Path(path)
     header = []
     if path.is_file():
