@@ -4,7 +4,7 @@ import pathlib
 import shutil
 import sys
 
-from iostack import paths, reframe, sites, spack
+from iostack import paths, sites, spack
 from iostack.run import CommandFailed, die, run
 
 
@@ -86,7 +86,10 @@ def cmd_deploy(args):
           f"  module use {root / 'modulefiles' / 'Core'}\n  module load fdb")
     if args.skip_regression:
         return 0
-    return reframe.reframe(site, root, extra=args.reframe_args)
+    from iostack import nightly
+
+    # the same run as the nightly: session extras, results DB, zero-test-case check
+    return nightly.run(site, site, root, extra=args.reframe_args, mode=args.mode)
 
 
 def cmd_nightly(args):
@@ -164,6 +167,7 @@ def parser():
     p = sub.add_parser("deploy", help="install a site's stack, generate its modules, run its regression")
     site_args(p)
     p.add_argument("--skip-regression", action="store_true")
+    p.add_argument("--mode", default="nightly", help="ReFrame mode of the regression (nightly, weekly)")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_deploy)
 
