@@ -65,14 +65,14 @@ def summarize(case, label: str = "", field: str = "p", top: bool = False) -> dic
     latest = {t[-1].name if t else "none" for t in per_root}
     digest = hashlib.sha256()
     files = 0
-    for root, times in zip(roots, per_root, strict=True):
+    for times in per_root:
         for t in times:
             for f in sorted(p for p in t.rglob("*") if p.is_file()):
                 digest.update(str(f.relative_to(case)).encode() + b"\0")
                 digest.update(hashlib.sha256(f.read_bytes()).digest())
                 files += 1
     cells = 0
-    for root, times in zip(roots, per_root, strict=True):
+    for times in per_root:
         target = times[-1] / field if times else None
         n = field_cells(target) if target and target.is_file() else None
         if n is None:

@@ -1,0 +1,135 @@
+"""The application checks on the real sites' configurations (`reframe --dry-run`, away from
+the sites: IOSTACK_RFM_OFFSITE=1, see reframe-tests/config/iostack.py): every test case is
+generated and its job script says what would run. Each site runs the applications its stack
+has: OpenIFS on cray-ex (CCE), OpenFOAM's HPC_Motorbike on oci-bm-optimized3, IO500, IOR
+and mdtest on both."""
+import collections
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from iostack import paths, reframe
+
+CHECKS = ["OpenIFSOutputCheck", "HpcMotorbike.*", "IO500Check", "IorLayoutCheck",
+          "MdtestScalingCheck", "NetcdfOutputCheck"]
+#: test cases per check (fixtures included) each site must generate
+EXPECTED = {
+    "cray-ex": {
+        # 4 cases x 2 writer strides x 3 stripings x 2 hugepages, CCE environment only
+        "OpenIFSOutputCheck": 48,
+        # compute partition, GNU environment: 2 node counts x 2 stonewalls
+        "IO500Check": 4,
+        "IorLayoutCheck": 4, "MdtestScalingCheck": 3,
+        "NetcdfOutputCheck": 2, "NetcdfOutputBenchBuild": 1,
+    },
+    "oci-bm-optimized3": {
+        # per NPS partition
+        "IO500Check": 8, "IorLayoutCheck": 8, "MdtestScalingCheck": 6,
+        "NetcdfOutputCheck": 4, "NetcdfOutputBenchBuild": 2,
+        # 4 rank counts on NPS1 and NPS2; 4 node counts x 2 ranks per node and 2 storages
+        # on NPS2; one shared mesh
+        "HpcMotorbikeIntraNodeCheck": 8, "HpcMotorbikeInterNodeCheck": 8,
+        "HpcMotorbikeStorageCheck": 2, "HpcMotorbikeSmallMesh": 1,
+    },
+}
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED))
+def dry_run(request, tmp_path_factory):
+    system = request.param
+    prefix = tmp_path_factory.mktemp(system)
+    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(prefix).items()},
+           "IOSTACK_RFM_OFFSITE": "1", "IOSTACK_RFM_STATE": str(prefix)}
+    select = [a for check in CHECKS for a in ("-n", check)]
+    p = subprocess.run([str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+                        "--system", system, "--prefix", str(prefix), *select, "--dry-run"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    print(p.stdout[-5000:], p.stderr[-2000:])
+    return system, prefix, p
+
+
+def scripts(prefix, check):
+    found = {}
+    for path in pathlib.Path(prefix, "stage").glob(f"*/*/*/{check}_*/rfm_job.sh"):
+        # the same variant on two partitions has one name: key by partition too
+        found[str(path.relative_to(prefix))] = path.read_text()
+    return found
+
+
+def test_each_site_generates_the_cases_of_its_stack(dry_run):
+    system, _, p = dry_run
+    assert p.returncode == 0
+    ran = re.search(r"Ran (\d+)/(\d+) test case\(s\)", p.stdout)
+    assert ran and ran.group(1) == ran.group(2)
+    counts = collections.Counter(
+        m.group(1) for m in re.finditer(r"\]\s*\(\s*\d+/\d+\) (\w+)", p.stdout))
+    assert dict(counts) == EXPECTED[system]
+    assert int(ran.group(1)) == sum(EXPECTED[system].values())
+
+
+def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_run):
+    system, prefix, _ = dry_run
+    if system != "cray-ex":
+        pytest.skip("OpenIFS is in cray-ex's stack only")
+    jobs = scripts(prefix, "OpenIFSOutputCheck")
+    assert len(jobs) == 48
+    for s in jobs.values():
+        assert "#SBATCH --cpus-per-task=8" in s and "export OMP_NUM_THREADS=8" in s
+        grib, fdb = s.index("LFDBOP=false"), s.index("LFDBOP=true")
+        assert grib < s.index("name=model-grib") < fdb < s.index("name=model-fdb")
+        assert s.index("name=model-fdb") < s.index("compare-fdb")
+        assert re.search(r"srun --cpus-per-task=8 \"\$OIFS_EXEC\" -v ecmwf -e \$EXPID", s)
+        assert "FDB5_CONFIG_FILE=/lus/scratch/iostack-rfm/" in s
+    t159 = [s for s in jobs.values() if "EXPDIR=${IOSTACK_OIFS_EXPERIMENTS:-}/T159" in s]
+    assert len(t159) == 12
+    for s in t159:
+        assert "#SBATCH --ntasks=16" in s and "--ntasks-per-node=16" in s
+        # one writer per node (128 cores / 8 threads = 16 tasks a node) or every task
+        assert re.search(r"NAMPAR1:NWRTOUT=(1|16) ", s)
+    striped = [s for s in jobs.values() if "lfs setstripe -c 8 -S 16M" in s]
+    assert len(striped) == 16
+    assert all("no lfs here, stripe 8x16M not applied" in s for s in striped)
+
+
+def test_motorbike_storage_jobs_follow_seed_003(dry_run):
+    system, prefix, _ = dry_run
+    if system != "oci-bm-optimized3":
+        pytest.skip("OpenFOAM is in oci-bm-optimized3's stack only")
+    jobs = scripts(prefix, "HpcMotorbikeStorageCheck")
+    assert len(jobs) == 2
+    nvme = next(s for s in jobs.values() if "nvme-stage" in s)
+    shared = next(s for s in jobs.values() if "nvme-stage" not in s)
+    for s in (nvme, shared):
+        assert "#SBATCH --ntasks=288" in s and "#SBATCH --ntasks-per-node=36" in s
+        assert "#SBATCH --partition=compute-nps2" in s
+        assert 'writeInterval -set "10"' in s
+        assert "srun --cpu-bind=rank_ldom --distribution=block:cyclic simpleFoam -parallel" in s
+    order = [nvme.index(f"name={step} ") for step in
+             ("stage-in", "decompose", "fan-out", "potential", "solve", "collect", "stage-out")]
+    assert order == sorted(order)
+    assert "nvme-stage stage-in " in nvme and "/mnt/localdisk/iostack-rfm/" in nvme
+    assert "name=stage-in" not in shared
+    intra = scripts(prefix, "HpcMotorbikeIntraNodeCheck")
+    binds = collections.Counter(re.search(r"srun (--cpu-bind=\S+)", s).group(1)
+                                for s in intra.values())
+    assert binds == {"--cpu-bind=cores": 4, "--cpu-bind=rank_ldom": 4}
+
+
+def test_io500_ini_follows_the_parameters(dry_run):
+    system, prefix, _ = dry_run
+    jobs = scripts(prefix, "IO500Check")
+    assert jobs
+    stonewalls = collections.Counter(re.search(r"stonewall-time = (\d+)", s).group(1)
+                                     for s in jobs.values())
+    assert set(stonewalls) == {"30", "300"}
+    for s in jobs.values():
+        data = re.search(r"datadir = (\S+)", s).group(1)
+        # shared by the nodes: Lustre on cray-ex; not the node-local NVMe on OCI
+        if system == "cray-ex":
+            assert data.startswith("/lus/scratch/iostack-rfm/")
+        else:
+            assert "/mnt/localdisk" not in data and data.endswith("/io500-data")
+        assert re.search(r"\{ srun .*io500 io500\.ini > io500\.out", s)
