@@ -71,3 +71,48 @@ def test_oakforest_pacs_scores_are_the_seeds(system, table):
 
 def test_first_on_the_november_2017_list():
     assert _documented("oakforest-pacs:ime")[16384]["score"]["value"] == 101.48
+
+
+PHASE_VALUES = {"ior-easy-write": 1.234567, "mdtest-easy-write": 35.714169,
+                "ior-hard-write": 0.052133, "mdtest-hard-write": 12.500000, "find": 900.123456,
+                "ior-easy-read": 2.345678, "mdtest-easy-stat": 120.000001,
+                "ior-hard-read": 0.500000, "mdtest-hard-stat": 80.250000,
+                "mdtest-easy-delete": 30.000000, "mdtest-hard-read": 40.000000,
+                "mdtest-hard-delete": 10.101010}
+
+
+def io500_output(values=PHASE_VALUES, invalid=(), score=None):
+    """stdout of the io500 application (2022 on), laid out as it prints it."""
+    lines = []
+    for name, value in values.items():
+        unit = parser.BANDWIDTH if name.startswith("ior") else parser.METADATA
+        mark = " [INVALID]" if name in invalid else ""
+        lines.append(f"[RESULT] {name:>20s} {value:15.6f} {unit} : time 300.123 seconds{mark}")
+    bw, md, total = score or parser.score(
+        [v for n, v in values.items() if n.startswith("ior")],
+        [v for n, v in values.items() if not n.startswith("ior")])
+    mark = " [INVALID]" if invalid else ""
+    lines.append(f"[SCORE ] Bandwidth {bw:.6f} GiB/s : IOPS {md:.6f} kiops : TOTAL {total:.6f}{mark}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_consistent_run_has_no_problems():
+    text = io500_output()
+    assert io500.score_problems(text) == [] and io500.invalid_parts(text) == []
+
+
+def test_a_short_run_is_flagged_invalid_but_consistent():
+    text = io500_output(invalid=("ior-easy-write", "mdtest-hard-write"))
+    assert io500.score_problems(text) == []
+    assert io500.invalid_parts(text) == ["ior-easy-write", "mdtest-hard-write", "score"]
+
+
+def test_a_missing_phase_and_a_wrong_score_are_named():
+    values = dict(PHASE_VALUES)
+    del values["find"]
+    assert io500.score_problems(io500_output(values)) == ["no [RESULT] for find"]
+    bw, md, total = parser.score(
+        [v for n, v in PHASE_VALUES.items() if n.startswith("ior")],
+        [v for n, v in PHASE_VALUES.items() if not n.startswith("ior")])
+    (problem,) = io500.score_problems(io500_output(score=(bw, md, total * 1.01)))
+    assert problem.startswith("total score printed as")

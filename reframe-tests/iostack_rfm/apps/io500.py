@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from iostack_rfm.parsers import io500 as parser
+
 #: the rules' minimum for a valid (listable) run
 RULES_STONEWALL_SECONDS = 300
+#: the 12 phases of the score, in io500's order of names
+PHASES = parser.STANDARD_BANDWIDTH_PHASES + parser.STANDARD_METADATA_PHASES
 
 
 @dataclass
@@ -85,3 +89,26 @@ def parse_ini(text: str) -> dict[str, dict[str, str]]:
         else:
             raise ValueError(f"not an io500 ini line: {raw!r}")
     return sections
+
+
+def score_problems(text: str) -> list[str]:
+    """[] when io500's output has a [RESULT] for each of the 12 scored phases and its
+    [SCORE] follows from them (within the printed rounding), else why not."""
+    run = parser.parse(text)
+    missing = [p for p in PHASES if p not in run.phases]
+    if missing:
+        return [f"no [RESULT] for {', '.join(missing)}"]
+    try:
+        parser.check_score(run)
+    except parser.ScoreMismatch as e:
+        return [str(e)]
+    return []
+
+
+def invalid_parts(text: str) -> list[str]:
+    """Scored phases io500 marked invalid, and `score` if the score is (or is missing)."""
+    run = parser.parse(text)
+    bad = [p.name for p in run.phases.values() if p.scored and not p.valid]
+    if run.score is None or not run.score.valid:
+        bad.append("score")
+    return bad
