@@ -2,12 +2,18 @@
 and the NetCDF output benchmark have in common, so each check in reframe-tests/checks/ is
 thin (its parameters, its workload, its sanity and performance figures).
 
-- base: ReFrame mixins and the step pattern (every command of a job is a named, timed step
-  whose exit status the sanity checks); app modules per environment; MPI launch;
-- build: CMake build fixtures;
-- openfoam, netcdf, io500, ior, openifs: each application's fetch/run/parse pieces.
+ReFrame side:
+- base: AppCheck (recorded references, MPI launch as steps, application modules per
+  environment feature) and the sanity/performance helpers of steps;
+- build: CMake build fixtures (the NetCDF output benchmark);
+- openfoam: OpenFOAM case commands and log/case readers;
+- ior: IOR/mdtest expectations and optional Darshan instrumentation.
 
-Modules named in base, build and the *_check parts import ReFrame. The workload tables and
-the job-side tools (`python3 -m iostack_rfm.apps.openifs ...`) are standard library only,
-like iostack_rfm.gribcompare, so they run on compute nodes and in unit tests.
+Standard library only, so they run in jobs (`python3 -m iostack_rfm.apps.<module>`) and in
+unit tests:
+- steps: named, timed shell steps;
+- foamcase: what an OpenFOAM run wrote, with one digest over it;
+- openifs: seed 000's cases, namelist edits, GRIB-files-against-FDB comparison;
+- io500: the ini a run is configured with, score and validity problems;
+- netcdf: seed 002's output workload.
 """
