@@ -37,18 +37,30 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(EXPECTED))
-def dry_run(request, tmp_path_factory):
-    system = request.param
-    prefix = tmp_path_factory.mktemp(system)
-    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(prefix).items()},
-           "IOSTACK_RFM_OFFSITE": "1", "IOSTACK_RFM_STATE": str(prefix)}
-    select = [a for check in CHECKS for a in ("-n", check)]
-    p = subprocess.run([str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
-                        "--system", system, "--prefix", str(prefix), *select, "--dry-run"],
-                       capture_output=True, text=True, env=env, timeout=600)
-    print(p.stdout[-5000:], p.stderr[-2000:])
-    return system, prefix, p
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory):
+    """Each site's dry run of the app checks, done once: {system: (prefix, process)}."""
+    done = {}
+
+    def run(system):
+        if system not in done:
+            prefix = tmp_path_factory.mktemp(system)
+            env = {**os.environ, **{k: str(v) for k, v in reframe.environment(prefix).items()},
+                   "IOSTACK_RFM_OFFSITE": "1", "IOSTACK_RFM_STATE": str(prefix)}
+            select = [a for check in CHECKS for a in ("-n", check)]
+            p = subprocess.run([str(paths.venv() / "bin" / "reframe"), "-C",
+                                str(paths.REFRAME_CONFIG), "--system", system, "--prefix",
+                                str(prefix), *select, "--dry-run"],
+                               capture_output=True, text=True, env=env, timeout=600)
+            print(p.stdout[-5000:], p.stderr[-2000:])
+            done[system] = (prefix, p)
+        return done[system]
+    return run
+
+
+@pytest.fixture(params=sorted(EXPECTED))
+def dry_run(request, dry_runs):
+    return (request.param, *dry_runs(request.param))
 
 
 def scripts(prefix, check):
@@ -70,10 +82,8 @@ def test_each_site_generates_the_cases_of_its_stack(dry_run):
     assert int(ran.group(1)) == sum(EXPECTED[system].values())
 
 
-def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_run):
-    system, prefix, _ = dry_run
-    if system != "cray-ex":
-        pytest.skip("OpenIFS is in cray-ex's stack only")
+def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_runs):
+    prefix, _ = dry_runs("cray-ex")
     jobs = scripts(prefix, "OpenIFSOutputCheck")
     assert len(jobs) == 48
     for s in jobs.values():
@@ -94,10 +104,8 @@ def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_run):
     assert all("no lfs here, stripe 8x16M not applied" in s for s in striped)
 
 
-def test_motorbike_storage_jobs_follow_seed_003(dry_run):
-    system, prefix, _ = dry_run
-    if system != "oci-bm-optimized3":
-        pytest.skip("OpenFOAM is in oci-bm-optimized3's stack only")
+def test_motorbike_storage_jobs_follow_seed_003(dry_runs):
+    prefix, _ = dry_runs("oci-bm-optimized3")
     jobs = scripts(prefix, "HpcMotorbikeStorageCheck")
     assert len(jobs) == 2
     nvme = next(s for s in jobs.values() if "nvme-stage" in s)
