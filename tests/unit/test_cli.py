@@ -29,26 +29,25 @@ def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_pat
     assert not (tmp_path / "r").exists()
 
 
-def test_spack_location_prefers_spack_root(tmp_path, monkeypatch):
+@pytest.fixture
+def fake_spack(tmp_path, monkeypatch):
+    """An empty Spack checkout and builtin repo, named by SPACK_ROOT/IOSTACK_SPACK_PACKAGES."""
     for d in ("a/bin", "p/repos/spack_repo/builtin"):
         (tmp_path / d).mkdir(parents=True)
     (tmp_path / "a/bin/spack").write_text("")
     (tmp_path / "p/repos/spack_repo/builtin/repo.yaml").write_text("")
     monkeypatch.setenv("SPACK_ROOT", str(tmp_path / "a"))
     monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "p"))
+
+
+def test_spack_location_prefers_spack_root(tmp_path, monkeypatch, fake_spack):
     assert spack.locate() == (tmp_path / "a", tmp_path / "p")
     monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "missing"))
     with pytest.raises(spack.SpackMissing, match="spack-packages"):
         spack.locate()
 
 
-def test_spack_environment_isolates_user_config(tmp_path, monkeypatch):
-    for d in ("a/bin", "p/repos/spack_repo/builtin"):
-        (tmp_path / d).mkdir(parents=True)
-    (tmp_path / "a/bin/spack").write_text("")
-    (tmp_path / "p/repos/spack_repo/builtin/repo.yaml").write_text("")
-    monkeypatch.setenv("SPACK_ROOT", str(tmp_path / "a"))
-    monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "p"))
+def test_spack_environment_isolates_user_config(tmp_path, fake_spack):
     env = spack.environment(tmp_path / "root")
     assert env["SPACK_DISABLE_LOCAL_CONFIG"] == "1"
     assert env["IOSTACK_ROOT"] == tmp_path / "root"
