@@ -1,16 +1,8 @@
 # iostack: netcdf-output-bench, the INMCM6 atmosphere output benchmark (seed 002).
-import os
-import re
-
 from spack_repo.builtin.build_systems.cmake import CMakePackage
+from spack_repo.iostack.in_repo import checked_source
 
 from spack.package import *
-
-# The source is this repository's src/netcdf-output-bench: package.py sits at
-# packages/spack_repo/iostack/packages/netcdf_output_bench/, five levels below the root.
-IN_REPO_SOURCE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 5, "src", "netcdf-output-bench"
-)
 
 
 class NetcdfOutputBench(CMakePackage):
@@ -42,14 +34,6 @@ class NetcdfOutputBench(CMakePackage):
     def copy_in_repo_source(self):
         """Bring the in-repo tree into the stage, so the build never reads from the checkout
         after this point and `spack install` stays offline."""
-        cmakelists = os.path.join(IN_REPO_SOURCE, "CMakeLists.txt")
-        if not os.path.isfile(cmakelists):
-            raise InstallError(f"netcdf-output-bench source not found at {IN_REPO_SOURCE}")
-        with open(cmakelists) as f:
-            declared = re.search(r"project\(\s*\S+\s+VERSION\s+(\S+)", f.read())
-        if not declared or declared.group(1) != str(self.spec.version):
-            raise InstallError(
-                f"{cmakelists} declares version {declared and declared.group(1)}, "
-                f"recipe builds {self.spec.version}: update the recipe's version()"
-            )
-        copy_tree(IN_REPO_SOURCE, self.stage.source_path)
+        source = checked_source(self, "netcdf-output-bench", "CMakeLists.txt",
+                                r"project\(\s*\S+\s+VERSION\s+(\S+)")
+        copy_tree(source, self.stage.source_path)

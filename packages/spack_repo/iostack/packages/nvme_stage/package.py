@@ -1,16 +1,8 @@
 # iostack: nvme-stage, the node-local NVMe staging tool for OpenFOAM runs (seed 003).
-import os
-import re
-
 from spack_repo.builtin.build_systems.generic import Package
+from spack_repo.iostack.in_repo import checked_source
 
 from spack.package import *
-
-# The script is this repository's src/nvme-stage: package.py sits at
-# packages/spack_repo/iostack/packages/nvme_stage/, five levels below the root.
-IN_REPO_SOURCE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 5, "src", "nvme-stage"
-)
 
 
 class NvmeStage(Package):
@@ -35,18 +27,9 @@ class NvmeStage(Package):
     # scontrol, which it calls.
 
     def install(self, spec, prefix):
-        script = os.path.join(IN_REPO_SOURCE, "nvme-stage")
-        if not os.path.isfile(script):
-            raise InstallError(f"nvme-stage not found at {script}")
-        with open(script) as f:
-            declared = re.search(r"^readonly VERSION=(\S+)$", f.read(), re.M)
-        if not declared or declared.group(1) != str(spec.version):
-            raise InstallError(
-                f"{script} is version {declared and declared.group(1)}, "
-                f"recipe installs {spec.version}: update the recipe's version()"
-            )
+        source = checked_source(self, "nvme-stage", "nvme-stage", r"^readonly VERSION=(\S+)$")
         mkdirp(prefix.bin)
-        install(script, prefix.bin)
+        install(join_path(source, "nvme-stage"), prefix.bin)
         set_executable(join_path(prefix.bin, "nvme-stage"))
 
     def setup_run_environment(self, env):
