@@ -12,4 +12,4 @@ def test_nvme_stage_installs_the_script(spack_python, tmp_path):  # noqa: F811
     installed = tmp_path / "prefix" / "bin" / "nvme-stage"
     assert installed.read_bytes() == (paths.REPO / "src" / "nvme-stage" / "nvme-stage").read_bytes()
     assert installed.stat().st_mode & stat.S_IXUSR
-    assert "recipe installs 1.1.0" in spack_python("nvme-stage", "1.1.0", tmp_path / "p2")
+    assert "recipe builds 1.1.0" in spack_python("nvme-stage", "1.1.0", tmp_path / "p2")
