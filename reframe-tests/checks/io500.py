@@ -22,7 +22,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function
 
 from iostack_rfm.apps import io500
-from iostack_rfm.apps.base import AppCheck, shared_io_dir
+from iostack_rfm.apps.base import AppCheck, WholeNodes, shared_io_dir
 from iostack_rfm.parsers import io500 as result
 
 PHASES = io500.PHASES
@@ -58,7 +58,7 @@ def score_value(path, which):
 
 
 @rfm.simple_test
-class IO500Check(AppCheck):
+class IO500Check(WholeNodes, AppCheck):
     descr = 'IO500: 12 phases, score recomputed and cross-checked (seed 004)'
     # cluster partitions: a CI-sized node can neither install nor load it meaningfully
     valid_systems = ['+mpi -small-io']
@@ -89,11 +89,6 @@ class IO500Check(AppCheck):
     @property
     def stdout_file(self):
         return 'io500.out'
-
-    @run_after('setup')
-    def use_whole_nodes(self):
-        self.num_tasks_per_node = self.current_partition.processor.num_cpus or 1
-        self.num_tasks = self.nodes * self.num_tasks_per_node
 
     @run_before('run')
     def set_job(self):

@@ -21,7 +21,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 
-from iostack_rfm.apps.base import AppCheck, shared_io_dir
+from iostack_rfm.apps.base import AppCheck, WholeNodes, shared_io_dir
 from iostack_rfm.apps.ior import (DarshanOption, darshan_counter, ior_problems, ior_summary,
                                   mdtest_problems, mdtest_rate)
 
@@ -42,7 +42,7 @@ def _mdtest_problems(path, **expected):
 
 
 @rfm.simple_test
-class IorLayoutCheck(DarshanOption, AppCheck):
+class IorLayoutCheck(WholeNodes, DarshanOption, AppCheck):
     descr = 'IOR file per process vs one shared file, data verified (seeds 001, 004)'
     valid_systems = ['+mpi -small-io']
     app_features = ['ior']
@@ -64,11 +64,6 @@ class IorLayoutCheck(DarshanOption, AppCheck):
                 self.perf_variables[f'posix_meta_seconds_{layout}'] = \
                     sn.make_performance_function(darshan_counter(
                         f'ior-{layout}.darshan.txt', 'total_POSIX_F_META_TIME'), 's')
-
-    @run_after('setup')
-    def use_whole_nodes(self):
-        self.num_tasks_per_node = self.current_partition.processor.num_cpus or 1
-        self.num_tasks = self.nodes * self.num_tasks_per_node
 
     @run_before('run')
     def set_job(self):

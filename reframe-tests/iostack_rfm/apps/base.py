@@ -95,6 +95,16 @@ class MpiLaunch(rfm.RegressionTestPlugin):
         return ' '.join([self._mpi_launcher.run_command(self.job), *options, *extra]).strip()
 
 
+class WholeNodes(rfm.RegressionTestPlugin):
+    """One MPI rank per core on `self.nodes` whole nodes of the partition (the check
+    defines `nodes`, usually as a parameter)."""
+
+    @run_after('setup')
+    def use_whole_nodes(self):
+        self.num_tasks_per_node = self.current_partition.processor.num_cpus or 1
+        self.num_tasks = self.nodes * self.num_tasks_per_node
+
+
 class AppCheck(RecordedReferences, MpiLaunch, AppEnvironment, rfm.RunOnlyRegressionTest):
     """Base of the application checks: recorded references, MPI launch, application
     modules, named steps."""
