@@ -1,11 +1,10 @@
 """bin/iostack: set-up, tests and a site's deployment."""
 import argparse
 import pathlib
-import shutil
 import sys
 
 from iostack import paths, sites, spack
-from iostack.run import CommandFailed, die, run
+from iostack.run import die, run
 
 
 def cmd_setup(args):
@@ -42,54 +41,52 @@ def cmd_spack(args):
     return spack.spack(spack_args, root, site=args.site, check=False).returncode
 
 
-def install_meta_modules(root_dir):
-    """Hand-written meta-modules go beside Spack's Core modules, after Spack's refresh."""
-    core = root_dir / "modulefiles" / "Core"
-    core.mkdir(parents=True, exist_ok=True)
-    installed = []
-    for src in sorted(paths.META_MODULES.iterdir()):
-        if src.is_dir() and any(src.glob("*.lua")):
-            dest = core / src.name
-            if dest.exists():
-                shutil.rmtree(dest)
-            shutil.copytree(src, dest, symlinks=True)
-            installed.append(src.name)
-    if installed:
-        print(f"iostack: meta-modules installed in {core}: {', '.join(installed)}")
-
-
-def render_fdb_config(root_dir):
-    """The FDB config openifs-env points FDB5_CONFIG_FILE at: root <root>/var/fdb, schema of
-    the FDB in use (FDB5_SCHEMA, $FDB_ROOT/etc/fdb/schema or /etc/fdb/schema)."""
-    out = root_dir / "etc" / "fdb5" / "config.yaml"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    proc = run([sys.executable, "-m", "iostack_rfm.fdbconfig", "--root", root_dir / "var" / "fdb",
-                "--out", out], env_extra={"PYTHONPATH": paths.REFRAME_DIR}, check=False)
-    if proc.returncode != 0:
-        print("iostack: note: no FDB schema found, so no FDB config written; set FDB5_SCHEMA")
-
-
 def cmd_deploy(args):
+    from iostack import deploy
+
     site = sites.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
-    print(f"iostack: deploying site {site} into {root}")
-    try:
-        spack.spack(["concretize"], root, site=site)
-        spack.spack(["install", "--fail-fast"], root, site=site)
-        spack.spack(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site)
-    except CommandFailed as e:
-        die(str(e), rc=1)
-    install_meta_modules(root)
-    render_fdb_config(root)
-    print("iostack: modules ready. Use them with:\n"
-          f"  module use {root / 'modulefiles' / 'Core'}\n  module load fdb")
+    deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache))
     if args.skip_regression:
         return 0
     from iostack import nightly
 
     # the same run as the nightly: session extras, results DB, zero-test-case check
     return nightly.run(site, site, root, extra=args.reframe_args, mode=args.mode)
+
+
+def cmd_mirror_create(args):
+    from iostack import mirrors
+
+    site = sites.check_site(args.site)
+    _spack_or_die()
+    root = paths.deploy_root(site, args.root)
+    dest = pathlib.Path(args.directory).resolve() if args.directory else root / "mirror"
+    mirrors.create_source_mirror(site, root, dest)
+    return 0
+
+
+def cmd_buildcache_push(args):
+    from iostack import mirrors
+
+    site = sites.check_site(args.site)
+    _spack_or_die()
+    root = paths.deploy_root(site, args.root)
+    dest = pathlib.Path(args.directory).resolve() if args.directory else root / "buildcache"
+    mirrors.push(site, root, dest, pathlib.Path(args.key).resolve() if args.key else None)
+    return 0
+
+
+def cmd_bundle(args):
+    from iostack import bundle
+
+    site = sites.check_site(args.site)
+    _spack_or_die()
+    root = paths.deploy_root(site, args.root)
+    bundle.write(site, root, pathlib.Path(args.output).resolve(),
+                 pathlib.Path(args.buildcache).resolve() if args.buildcache else None)
+    return 0
 
 
 def cmd_nightly(args):
@@ -151,6 +148,10 @@ def parser():
     p = sub.add_parser("setup", help="install system packages, the Python tools and Spack")
     p.add_argument("--skip-apt", action="store_true",
                    help="do not run apt; fail with the apt line if packages are missing")
+    p.add_argument("--spack-bundle", metavar="DIR",
+                   help="offline bundle to set up from instead of the network: the pinned "
+                        "Spack and spack-packages archives, a source mirror, SHA256SUMS "
+                        "(default: $IOSTACK_SPACK_BUNDLE)")
     p.set_defaults(func=cmd_setup)
 
     p = sub.add_parser("test", help="run the repository's test suite (pytest)")
@@ -167,6 +168,9 @@ def parser():
     p = sub.add_parser("deploy", help="install a site's stack, generate its modules, run its regression")
     site_args(p)
     p.add_argument("--skip-regression", action="store_true")
+    p.add_argument("--buildcache", metavar="DIR",
+                   help="install from this signed build cache only (trusting the keys it "
+                        "ships), building nothing")
     p.add_argument("--mode", default="nightly", help="ReFrame mode of the regression (nightly, weekly)")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_deploy)
@@ -209,6 +213,31 @@ def parser():
     p.add_argument("sites", nargs="*", help="sites (default: all)")
     p.add_argument("--update", action="store_true", help="write the fresh lock")
     p.set_defaults(func=cmd_lock)
+
+    p = sub.add_parser("mirror", help="a site's source mirror")
+    msub = p.add_subparsers(dest="mirror_command", required=True)
+    p = msub.add_parser("create", help="fetch the sources of everything the site's lock "
+                                       "builds into a Spack source mirror")
+    site_args(p)
+    p.add_argument("-d", "--directory", help="where (default: <root>/mirror)")
+    p.set_defaults(func=cmd_mirror_create)
+
+    p = sub.add_parser("buildcache", help="a site's signed binary build cache")
+    bsub = p.add_subparsers(dest="buildcache_command", required=True)
+    p = bsub.add_parser("push", help="push the site's installed specs, signed")
+    site_args(p)
+    p.add_argument("-d", "--directory", help="where (default: <root>/buildcache)")
+    p.add_argument("--key", help="secret key file to sign with (default: this node's "
+                                 "iostack key, created on first use)")
+    p.set_defaults(func=cmd_buildcache_push)
+
+    p = sub.add_parser("bundle", help="one file for an air-gapped node: the repository, the "
+                                      "pinned Spack, the site's source mirror and build cache")
+    site_args(p)
+    p.add_argument("-o", "--output", required=True, help="the bundle file to write (a tar)")
+    p.add_argument("--buildcache", metavar="DIR",
+                   help="build cache to include (default: <root>/buildcache, pushed first)")
+    p.set_defaults(func=cmd_bundle)
 
     p = sub.add_parser("spack", help="run spack in a site's environment with iostack's config")
     site_args(p)

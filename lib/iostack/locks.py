@@ -46,8 +46,8 @@ def differences(old: dict | None, new: dict) -> list[str]:
         side = "new" if h in new["concrete_specs"] else "gone"
         spec = (new if side == "new" else old)["concrete_specs"][h]
         out.append(f"{side} {spec['name']}@{spec['version']}/{h[:7]}")
-    if old.get("spack") != new.get("spack"):
-        out.append(f"spack: {old.get('spack')} -> {new.get('spack')}")
+    # Not compared: how Spack was obtained (old["spack"]: a clone records its commit, a
+    # tarball `{'type': 'release'}`). Set-up checks Spack's identity against pins.json once.
     return out
 
 

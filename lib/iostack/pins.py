@@ -1,13 +1,19 @@
-"""Pinned versions of what set-up fetches. Bump them here, and only here."""
+"""Pinned versions of what set-up fetches, read from pins.json at the repository top: the
+one file that set-up, `bundle` and the Ansible spack_stack role all read. Bump them there."""
+import json
 
-SPACK_URL = "https://github.com/spack/spack.git"
-SPACK_TAG = "v1.1.0"
-SPACK_COMMIT = "2e907202bcc8209a6a62243aab50c179b524cc3b"
-SPACK_MIN_VERSION = (1, 1)
+from iostack import paths
 
-SPACK_PACKAGES_URL = "https://github.com/spack/spack-packages.git"
-SPACK_PACKAGES_TAG = "v2025.11.0"
-SPACK_PACKAGES_COMMIT = "119680aeee8ea802c6111b7167583bddef97e82f"
+PINS_FILE = paths.REPO / "pins.json"
+_PINS = json.loads(PINS_FILE.read_text())
+
+SPACK = _PINS["spack"]
+SPACK_PACKAGES = _PINS["spack_packages"]
+
+SPACK_URL, SPACK_TAG, SPACK_COMMIT = SPACK["url"], SPACK["tag"], SPACK["commit"]
+SPACK_PACKAGES_URL, SPACK_PACKAGES_TAG, SPACK_PACKAGES_COMMIT = (
+    SPACK_PACKAGES["url"], SPACK_PACKAGES["tag"], SPACK_PACKAGES["commit"])
+SPACK_MIN_VERSION = tuple(int(x) for x in SPACK_TAG.lstrip("v").split(".")[:2])
 
 # actionlint for the workflow lint test, through the Go module proxy.
-ACTIONLINT_MODULE = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.7"
+ACTIONLINT_MODULE = _PINS["actionlint"]

@@ -21,12 +21,17 @@ def show(cmd, env_extra=None, cwd=None):
     print("+ " + prefix + shlex.join(map(str, cmd)), flush=True)
 
 
-def run(cmd, env_extra=None, cwd=None, check=True, capture=False):
+def run(cmd, env_extra=None, cwd=None, check=True, capture=False, capture_stderr=False):
+    """Run a command after showing it. capture_stderr keeps stderr for the caller and still
+    shows it (after the command ends), so an error can be summed up in one line."""
     show(cmd, env_extra, cwd)
     env = dict(os.environ)
     env.update({k: str(v) for k, v in (env_extra or {}).items()})
     proc = subprocess.run(list(map(str, cmd)), env=env, cwd=cwd, text=True,
-                          stdout=subprocess.PIPE if capture else None)
+                          stdout=subprocess.PIPE if capture else None,
+                          stderr=subprocess.PIPE if capture_stderr else None)
+    if capture_stderr and proc.stderr:
+        sys.stderr.write(proc.stderr)
     if check and proc.returncode != 0:
         raise CommandFailed(cmd, proc.returncode)
     return proc

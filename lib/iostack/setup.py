@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import sys
 
-from iostack import paths, pins, spack
+from iostack import bundle, paths, pins, spack
 from iostack.run import CommandFailed, die, run
 
 APT_LIST = paths.REPO / "apt-packages.txt"
@@ -55,7 +55,8 @@ def system_python():
         "apt-get install python3.11 python3.11-venv")
 
 
-def python_tools():
+def python_tools(wheels: pathlib.Path | None = None):
+    """The venv with requirements.txt; from a bundle's wheelhouse when given (no index)."""
     venv = paths.venv()
     python = venv / "bin" / "python"
     if not python.exists():
@@ -63,8 +64,12 @@ def python_tools():
         # system site-packages: the libvirt and apt bindings come from apt
         # (python3-libvirt, python3-apt), built for the distribution's python3
         run([base, "-m", "venv", "--system-site-packages", venv])
-    run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"])
-    run([python, "-m", "pip", "install", "-q", "-r", paths.REPO / "requirements.txt"])
+    if wheels:
+        run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels,
+             "-r", paths.REPO / "requirements.txt"])
+    else:
+        run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"])
+        run([python, "-m", "pip", "install", "-q", "-r", paths.REPO / "requirements.txt"])
     go = shutil.which("go")
     if go:
         try:
@@ -75,35 +80,53 @@ def python_tools():
         print("iostack: note: no Go toolchain, so no actionlint; its lint test will skip")
 
 
-def _clone(url, tag, commit, dest: pathlib.Path):
-    if (dest / ".git").exists():
-        head = subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"],
-                              capture_output=True, text=True).stdout.strip()
-        if head == commit:
-            print(f"iostack: {dest} is at {tag} ({commit[:12]})")
+def _clone(pin: dict, dest: pathlib.Path):
+    if dest.exists():
+        commit = bundle.installed_commit(dest)
+        if commit == pin["commit"]:
+            print(f"iostack: {dest} is at {pin['tag']} ({commit[:12]})")
             return
-        die(f"{dest} is at {head[:12]}, not at the pinned {tag} ({commit[:12]}); remove it "
-            "and run set-up again")
+        die(f"{dest} is at {(commit or 'an unknown commit')[:12]}, not at the pinned "
+            f"{pin['tag']} ({pin['commit'][:12]}); remove it and run set-up again")
     dest.parent.mkdir(parents=True, exist_ok=True)
     run(["git", "-c", "advice.detachedHead=false", "clone", "-q", "--depth", "1",
-         "--branch", tag, url, dest], env_extra={"GIT_TERMINAL_PROMPT": "0"})
-    head = subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-    if head != commit:
+         "--branch", pin["tag"], pin["url"], dest], env_extra={"GIT_TERMINAL_PROMPT": "0"})
+    head = bundle.installed_commit(dest)
+    if head != pin["commit"]:
         shutil.rmtree(dest)
-        die(f"{url} tag {tag} is {head[:12]}, not the pinned {commit[:12]}")
+        die(f"{pin['url']} tag {pin['tag']} is {(head or 'unknown')[:12]}, not the pinned "
+            f"{pin['commit'][:12]}")
 
 
-def spack_checkout():
-    if os.environ.get("SPACK_ROOT"):
+def spack_from_bundle(source: pathlib.Path):
+    """Verify an offline bundle, unpack its Spack and spack-packages, register its mirrors."""
+    cache = paths.cache()
+    try:
+        bundle.unpack(source / pins.SPACK["archive"], cache / "spack", pins.SPACK)
+        bundle.unpack(source / pins.SPACK_PACKAGES["archive"], cache / "spack-packages",
+                      pins.SPACK_PACKAGES)
+        bundle.keep_archives(source, cache)
+        bundle.register(source, cache)
+    except bundle.BundleError as e:
+        die(str(e))
+    if (source / "buildcache").is_dir():
+        try:
+            spack.trust_buildcache_keys(cache / "mirrors" / "buildcache")
+        except CommandFailed as e:
+            die(f"could not trust the bundle's build cache keys: {e}")
+
+
+def spack_checkout(source_bundle: pathlib.Path | None):
+    if source_bundle:
+        spack_from_bundle(source_bundle)
+    elif os.environ.get("SPACK_ROOT"):
         print(f"iostack: using SPACK_ROOT={os.environ['SPACK_ROOT']}")
     else:
         cache = paths.cache()
         try:
-            _clone(pins.SPACK_URL, pins.SPACK_TAG, pins.SPACK_COMMIT, cache / "spack")
+            _clone(pins.SPACK, cache / "spack")
             if not os.environ.get("IOSTACK_SPACK_PACKAGES"):
-                _clone(pins.SPACK_PACKAGES_URL, pins.SPACK_PACKAGES_TAG,
-                       pins.SPACK_PACKAGES_COMMIT, cache / "spack-packages")
+                _clone(pins.SPACK_PACKAGES, cache / "spack-packages")
         except CommandFailed:
             print("iostack: note: could not clone Spack (no network?). Spack is optional for "
                   "set-up and tests; `deploy` needs it. " + spack.HOW_TO_PROVIDE)
@@ -121,8 +144,19 @@ def spack_checkout():
 
 
 def main(args):
+    source_bundle = args.spack_bundle or os.environ.get("IOSTACK_SPACK_BUNDLE")
+    if source_bundle:
+        source_bundle = pathlib.Path(source_bundle).resolve()
+        if not source_bundle.is_dir():
+            die(f"offline bundle {source_bundle} is not a directory")
+        try:  # refuse a damaged bundle before changing anything on the node
+            bundle.verify(source_bundle)
+        except bundle.BundleError as e:
+            die(str(e))
+        print(f"iostack: {source_bundle}: every file matches its {bundle.SUMS}")
     system_packages(args.skip_apt)
-    python_tools()
-    spack_checkout()
+    wheels = source_bundle / "wheels" if source_bundle and (source_bundle / "wheels").is_dir() else None
+    python_tools(wheels)
+    spack_checkout(source_bundle)
     print("iostack: set-up done. Test with: bin/iostack test")
     return 0

@@ -1,8 +1,11 @@
 """Find the pinned Spack and run it with the repository's configuration only.
 
 Spack is found, in this order: SPACK_ROOT (with IOSTACK_SPACK_PACKAGES for builtin), then
-the clones `iostack setup` made in the cache directory. ~/.spack and /etc/spack are never
-read (SPACK_DISABLE_LOCAL_CONFIG), so a user's own Spack settings cannot change a site.
+the trees `iostack setup` cloned or unpacked in the cache directory. ~/.spack and /etc/spack
+are never read (SPACK_DISABLE_LOCAL_CONFIG). Spack's own installation scopes
+($SPACK_ROOT/etc/spack and its site/ directory) are read whatever the environment says, so a
+Spack that carries configuration there (an auto-detected compiler, say) is refused: a
+site's configuration is the repository's, plus the mirrors set-up registered.
 """
 import os
 import pathlib
@@ -10,12 +13,16 @@ import re
 import shutil
 import subprocess
 
-from iostack import paths, pins
-from iostack.run import run
+from iostack import bundle, paths, pins
+from iostack.run import CommandFailed, die, run
 
 
 class SpackMissing(RuntimeError):
     pass
+
+
+class SpackForeignConfig(SpackMissing):
+    """A Spack whose installation scopes hold settings that would change every site."""
 
 
 HOW_TO_PROVIDE = (
@@ -23,6 +30,19 @@ HOW_TO_PROVIDE = (
     f"SPACK_ROOT to a Spack {pins.SPACK_TAG} checkout and IOSTACK_SPACK_PACKAGES to a "
     f"spack-packages checkout at tag {pins.SPACK_PACKAGES_TAG}"
 )
+
+
+# What Spack itself ships in its installation scope; anything else there is a local setting.
+SPACK_OWN_CONFIG = {"include.yaml", "README.md"}
+
+
+def foreign_config(spack_root: pathlib.Path) -> list[pathlib.Path]:
+    """Configuration files in Spack's installation scopes that Spack does not ship."""
+    etc = spack_root / "etc" / "spack"
+    found = [f for f in etc.glob("*.yaml") if f.name not in SPACK_OWN_CONFIG]
+    site = etc / "site"
+    found += [f for f in site.rglob("*") if f.is_file() and f.name not in SPACK_OWN_CONFIG]
+    return sorted(found)
 
 
 def locate() -> tuple[pathlib.Path, pathlib.Path]:
@@ -35,6 +55,12 @@ def locate() -> tuple[pathlib.Path, pathlib.Path]:
         raise SpackMissing(f"Spack not found at {root}: {HOW_TO_PROVIDE}")
     if not (pkgs / "repos" / "spack_repo" / "builtin" / "repo.yaml").is_file():
         raise SpackMissing(f"spack-packages (builtin repo) not found at {pkgs}: {HOW_TO_PROVIDE}")
+    foreign = foreign_config(root)
+    if foreign:
+        raise SpackForeignConfig(
+            f"Spack at {root} carries configuration of its own ({', '.join(map(str, foreign))}), "
+            "which it reads whatever iostack says: iostack uses only the repository's "
+            "configuration, so move it away (or point SPACK_ROOT at a clean Spack)")
     return root, pkgs
 
 
@@ -48,6 +74,10 @@ def environment(root_dir: pathlib.Path) -> dict:
         "SPACK_PYTHON": venv_bin / "python",
         "SPACK_DISABLE_LOCAL_CONFIG": "1",
         "SPACK_USER_CACHE_PATH": root_dir / "cache" / "user",
+        # build cache keys this node trusts (and signs with), outside the Spack tree
+        "SPACK_GNUPGHOME": paths.cache() / "gpg",
+        # spack-env/common/mirrors.yaml includes the mirrors set-up registered there
+        "IOSTACK_SPACK_CONFIG": bundle.registered_mirrors_file().parent,
         "IOSTACK_ROOT": root_dir,
         "IOSTACK_REPO": paths.REPO,
         "IOSTACK_SPACK_PACKAGES": pkgs,
@@ -79,6 +109,40 @@ def spack(args, root_dir, site=None, **kw):
     return run(cmd + list(args), env_extra=env, **kw)
 
 
+# Spack's errors an admin meets when a mirror or a cache is wrong, and what they mean.
+_STAGE = r"spack-stage-(\S+?)-[a-z0-9]{32}"
+_EXPLAINED = [
+    (re.compile(rf"All fetchers failed for {_STAGE}"),
+     "the source of {0} is in none of the configured mirrors, and its upstream URL cannot "
+     "be reached"),
+    (re.compile(rf"sha256 checksum failed for \S*{_STAGE}.*?(?:URL = (\S+))?$", re.S),
+     "the source archive of {0} ({1}) fails its sha256 checksum: the mirror's copy was "
+     "changed or damaged"),
+    (re.compile(r"(?:NoVerifyException|[Ff]ailed to verify|signature)"),
+     "the build cache is signed with a key this node does not trust; trust the cache's "
+     "key (`deploy --buildcache DIR` trusts the keys the cache ships) or push it again"),
+]
+
+
+def error_line(stderr: str) -> str:
+    """Spack's first error, on one line, explained where the meaning is known."""
+    text = stderr.split("==> Error: ", 1)[1] if "==> Error: " in stderr else stderr
+    for pattern, meaning in _EXPLAINED:
+        m = pattern.search(text)
+        if m:
+            return meaning.format(*(g or "?" for g in m.groups()))
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "no error message"
+
+
+def checked(args, root_dir, site=None, what="spack"):
+    """Run spack; on failure, stop with one line: what failed and Spack's reason."""
+    proc = spack(args, root_dir, site=site, check=False, capture_stderr=True)
+    if proc.returncode != 0:
+        die(f"{what} failed: {error_line(proc.stderr)}", rc=1)
+    return proc
+
+
 def version(spack_root: pathlib.Path) -> tuple[int, ...]:
     out = subprocess.run([str(spack_root / "bin" / "spack"), "--version"], capture_output=True,
                          text=True, env={**os.environ, "SPACK_PYTHON": str(paths.venv() / "bin" / "python"),
@@ -87,3 +151,18 @@ def version(spack_root: pathlib.Path) -> tuple[int, ...]:
     if not m:
         raise SpackMissing(f"{spack_root}/bin/spack --version printed {out!r}")
     return int(m.group(1)), int(m.group(2))
+
+
+def spack_bin() -> pathlib.Path:
+    return locate()[0] / "bin" / "spack"
+
+
+def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None = None):
+    """Trust the public keys a build cache ships (Spack keeps them beside the cache)."""
+    keys = sorted(cache_dir.rglob("*.pub"))
+    if not keys:
+        raise CommandFailed(["spack", "gpg", "trust", f"{cache_dir}/**/*.pub"], 1)
+    env = environment(root_dir or paths.cache() / "spack-state")
+    pathlib.Path(env["SPACK_GNUPGHOME"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+    for key in keys:
+        run([spack_bin(), "gpg", "trust", key], env_extra=env)

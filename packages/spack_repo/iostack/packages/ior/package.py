@@ -16,7 +16,9 @@ class Ior(BuiltinIor):
             mkdirp(self.prefix.lib, self.prefix.include.ior)
             install("libaiori.a", self.prefix.lib)
             for header in find(".", "*.h", recursive=True):
-                dest = join_path(self.prefix.include.ior, os.path.dirname(header))
+                # find() gives absolute paths; keep the tree below src/ under include/ior
+                rel = os.path.relpath(header, os.getcwd())
+                dest = join_path(self.prefix.include.ior, os.path.dirname(rel))
                 mkdirp(dest)
                 install(header, dest)
             if os.path.exists("build.conf"):

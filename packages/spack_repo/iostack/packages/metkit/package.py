@@ -12,6 +12,9 @@ class Metkit(BuiltinMetkit):
     # 1.11.22 is the 1.11.x with one (spack-packages commit 4aa3eb3a29, PR #3973).
     version("1.11.22", sha256="e2a2ea1532f9e187e37b807dbf35cd09325b2aef29bd5117203d57ba2e65a0d6", preferred=True)
 
+    # its CMakeLists.txt asks for ecbuild 3.7.2 (builtin says 3.4:, which Debian's 3.7.1 meets)
+    depends_on("ecbuild@3.7.2:", type="build", when="@1.11.22:")
+
     variant("craype", default="none", values=CRAYPE_VALUES, multi=False,
             description=CRAYPE_DESCRIPTION)
 
