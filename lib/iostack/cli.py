@@ -4,7 +4,7 @@ import pathlib
 import shutil
 import sys
 
-from iostack import paths, sites, spack
+from iostack import fdbconfig, paths, sites, spack
 from iostack.run import CommandFailed, die, run
 
 
@@ -63,10 +63,12 @@ def render_fdb_config(root_dir):
     the FDB in use (FDB5_SCHEMA, $FDB_ROOT/etc/fdb/schema or /etc/fdb/schema)."""
     out = root_dir / "etc" / "fdb5" / "config.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
-    proc = run([sys.executable, "-m", "iostack_rfm.fdbconfig", "--root", root_dir / "var" / "fdb",
-                "--out", out], env_extra={"PYTHONPATH": paths.REFRAME_DIR}, check=False)
-    if proc.returncode != 0:
+    try:
+        fdbconfig.write(root_dir / "var" / "fdb", out)
+    except FileNotFoundError:
         print("iostack: note: no FDB schema found, so no FDB config written; set FDB5_SCHEMA")
+        return
+    print(f"iostack: FDB config: {out}")
 
 
 def cmd_deploy(args):

@@ -1,5 +1,5 @@
 """The NetCDF output benchmark's workload table (seed 002) and what each mode must leave."""
-from iostack_rfm.apps import netcdf
+from iostack_rfm import netcdf
 
 
 def test_bytes_per_day_are_the_seeds_megabytes():

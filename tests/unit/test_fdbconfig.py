@@ -1,4 +1,4 @@
-from iostack_rfm import fdbconfig
+from iostack import fdbconfig
 
 
 def test_schema_search_order(tmp_path):

@@ -2,16 +2,14 @@
 baseline gets a reference no value meets, and record-baseline writes values with their
 provenance."""
 import math
-import pathlib
 
 import pytest
 import yaml
 
-from iostack import baseline
-from iostack_rfm import references
+from iostack import baseline, paths, references
 
 REFS = references.REFERENCES_DIR
-CHECKS = pathlib.Path(references.__file__).resolve().parents[1] / "checks"
+CHECKS = paths.REFRAME_DIR / "checks"
 
 
 def committed_files():

@@ -3,7 +3,9 @@
 ReFrame 4.10 can read references from YAML itself (`reference = {'$ref': 'file.yaml'}`),
 but its format is strict: every leaf must be a reference tuple, so a number cannot carry
 where it came from. These files add that, and this module turns them into the plain
-`reference` dict a check sets. File: `reframe-tests/references/<check module>.yaml`.
+`reference` dict a check sets (iostack_rfm.base) and writes what `bin/iostack
+record-baseline` records (iostack.baseline). File: `reframe-tests/references/<check
+module>.yaml`.
 
     FdbThroughputCheck:                      # the check class
       thresholds:                            # what record-baseline gives new entries:
@@ -18,7 +20,7 @@ where it came from. These files add that, and this module turns them into the pl
               upper: null
               unit: ratio
               provenance: {recorded: ..., commit: ..., spack_lock_sha256: ..., session: ...}
-                                             # or e.g. {source: "seed 000, Table 2"}
+                                             # or e.g. {source: "[OIFS-HECToR] Table 2"}
 
 A partition without an entry gets an impossible reference for every gated variable (a
 lower bound no value reaches), so a new system fails until someone records its baseline
@@ -28,17 +30,18 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 import pathlib
 import sys
 
 import yaml
 
+from iostack import paths
+
 #: IOSTACK_RFM_REFERENCES moves them (a site keeping its baselines elsewhere; the tests)
-REFERENCES_DIR = pathlib.Path(os.environ.get("IOSTACK_RFM_REFERENCES") or
-                              pathlib.Path(__file__).resolve().parents[1] / "references")
+REFERENCES_DIR = paths.references_dir()
 #: the reference value of a partition without a baseline: with a lower threshold of 0 no
-#: measured value reaches it (finite, so JSON reports and the results DB stay valid)
+#: measured value reaches it (finite, so JSON reports and the results DB stay valid). The
+#: one definition: reports and the nightly recognise it with is_no_baseline().
 NO_BASELINE = sys.float_info.max
 ANY_VARIANT = "*"
 
@@ -63,6 +66,7 @@ def load(path) -> dict:
 
 
 def is_no_baseline(ref) -> bool:
+    """Whether a reference value (as a report stores it) is the no-baseline placeholder."""
     return isinstance(ref, numbers.Number) and ref >= NO_BASELINE / 2
 
 

@@ -1,14 +1,10 @@
 """io500 parser and score: the seed 004 (Oakforest-PACS) tables and io500 output of
 three generations, written here in the formats the io500 sources print."""
 import math
-import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "reframe-tests"))
-
-from iostack_rfm.parsers import io500  # noqa: E402
+from iostack_rfm import io500
 
 # io500 application, standard mode (2022 on: "[SCORE ]" with a space)
 STANDARD_RUN = """\

@@ -4,14 +4,9 @@ The lines below are made up but laid out as IFS writes them (OPDIS for ifs.stat,
 for the step lines of NODE.001_01): a 10-day T159-like forecast, 1-hour steps, finishing
 after 4:16 of wall time. The middle steps are left out; the parser needs no contiguity.
 """
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "reframe-tests"))
-
-from iostack_rfm.parsers import openifs  # noqa: E402
+from iostack_rfm import openifs
 
 IFS_STAT = """\
  10:20:31 0AAA00AAA CNT3                   0    4.104    4.104    4.287      0:04      0:04 0.15992473339643E-04    1190MB    3410KB    2204MB      0kJ    0W
