@@ -66,18 +66,7 @@ static const nob_nc_library netcdf = {
     .close = nc_close,
 };
 
-static void *netcdf_create(const nob_layout *l, const char *dir, int file_per_field,
-                           MPI_Comm comm)
-{
-    return nob_nc_create(&netcdf, l, dir, file_per_field, comm);
-}
-
-static void *netcdf_open_read(const nob_layout *l, const char *dir, int file_per_field,
-                              MPI_Comm comm)
-{
-    return nob_nc_open_read(&netcdf, l, dir, file_per_field, comm);
-}
-
 const nob_backend nob_backend_netcdf = {
-    "netcdf", netcdf_create, nob_nc_write, nob_nc_close, netcdf_open_read, nob_nc_read,
+    "netcdf", nob_nc_create, nob_nc_write, nob_nc_close, nob_nc_open_read, nob_nc_read,
+    &netcdf,
 };

@@ -67,18 +67,7 @@ static const nob_nc_library pnetcdf = {
     .close = ncmpi_close,
 };
 
-static void *pnetcdf_create(const nob_layout *l, const char *dir, int file_per_field,
-                            MPI_Comm comm)
-{
-    return nob_nc_create(&pnetcdf, l, dir, file_per_field, comm);
-}
-
-static void *pnetcdf_open_read(const nob_layout *l, const char *dir, int file_per_field,
-                               MPI_Comm comm)
-{
-    return nob_nc_open_read(&pnetcdf, l, dir, file_per_field, comm);
-}
-
 const nob_backend nob_backend_pnetcdf = {
-    "pnetcdf", pnetcdf_create, nob_nc_write, nob_nc_close, pnetcdf_open_read, nob_nc_read,
+    "pnetcdf", nob_nc_create, nob_nc_write, nob_nc_close, nob_nc_open_read, nob_nc_read,
+    &pnetcdf,
 };

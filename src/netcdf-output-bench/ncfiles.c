@@ -21,7 +21,7 @@ typedef struct {
             nob_fail((h)->comm, #call, (h)->lib->strerror(status_));      \
     } while (0)
 
-static nc_files *new_files(const nob_nc_library *lib, const nob_layout *l, int file_per_field,
+static nc_files *new_files(const void *lib, const nob_layout *l, int file_per_field,
                            MPI_Comm comm)
 {
     nc_files *h = calloc(1, sizeof *h);
@@ -123,8 +123,8 @@ static void define_file(nc_files *h, int type, int f0, int f1, const char *path)
     free(lats);
 }
 
-void *nob_nc_create(const nob_nc_library *lib, const nob_layout *l, const char *dir,
-                    int file_per_field, MPI_Comm comm)
+void *nob_nc_create(const void *lib, const nob_layout *l, const char *dir, int file_per_field,
+                    MPI_Comm comm)
 {
     nc_files *h = new_files(lib, l, file_per_field, comm);
     char path[4096];
@@ -142,29 +142,30 @@ void *nob_nc_create(const nob_nc_library *lib, const nob_layout *l, const char *
     return h;
 }
 
-void *nob_nc_open_read(const nob_nc_library *lib, const nob_layout *l, const char *dir,
+void *nob_nc_open_read(const void *lib, const nob_layout *l, const char *dir,
                        int file_per_field, MPI_Comm comm)
 {
     nc_files *h = new_files(lib, l, file_per_field, comm);
+    const nob_nc_library *calls = h->lib;
     char path[4096], name[32];
     for (int t = 0; t < NOB_NTYPES; t++) {
         int ncid = -1;
         for (int f = 0; f < nob_types[t].nfields; f++) {
             if (file_per_field || f == 0) {
                 nob_file_path(path, sizeof path, dir, &nob_types[t], f, file_per_field, "nc");
-                int status = lib->open(comm, path, &ncid);
+                int status = calls->open(comm, path, &ncid);
                 if (status != 0)
-                    nob_fail(comm, path, lib->strerror(status));
+                    nob_fail(comm, path, calls->strerror(status));
                 size_t ntime;
-                NC_TRY(h, lib->dim_len(ncid, "time", &ntime));
+                NC_TRY(h, calls->dim_len(ncid, "time", &ntime));
                 if (ntime != (size_t)nob_total_records(l, &nob_types[t]))
                     nob_fail(comm, path, "time axis length differs from --days of this run");
             }
             nob_var_name(name, sizeof name, f);
             h->ncid[t][f] = ncid;
-            NC_TRY(h, lib->var_id(ncid, name, &h->varid[t][f]));
-            if (lib->collective)
-                NC_TRY(h, lib->collective(ncid, h->varid[t][f]));
+            NC_TRY(h, calls->var_id(ncid, name, &h->varid[t][f]));
+            if (calls->collective)
+                NC_TRY(h, calls->collective(ncid, h->varid[t][f]));
         }
     }
     return h;

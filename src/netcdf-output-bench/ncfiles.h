@@ -37,9 +37,10 @@ typedef struct {
     int (*close)(int ncid);
 } nob_nc_library;
 
-void *nob_nc_create(const nob_nc_library *lib, const nob_layout *l, const char *dir,
-                    int file_per_field, MPI_Comm comm);
-void *nob_nc_open_read(const nob_nc_library *lib, const nob_layout *l, const char *dir,
+/* the nob_backend functions of a NetCDF backend; `lib` is its nob_nc_library */
+void *nob_nc_create(const void *lib, const nob_layout *l, const char *dir, int file_per_field,
+                    MPI_Comm comm);
+void *nob_nc_open_read(const void *lib, const nob_layout *l, const char *dir,
                        int file_per_field, MPI_Comm comm);
 void nob_nc_write(void *h, int type, int field, int rec0, int nrec, const float *block);
 void nob_nc_read(void *h, int type, int field, int rec0, int nrec, float *block);
