@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import numbers
 import pathlib
+import re
 import sys
 
 import yaml
@@ -44,6 +45,8 @@ REFERENCES_DIR = paths.references_dir()
 #: one definition: reports and the nightly recognise it with is_no_baseline().
 NO_BASELINE = sys.float_info.max
 ANY_VARIANT = "*"
+#: the documents figures come from, one `## [KEY]` section each
+CITATIONS = paths.REPO / "REFERENCES.md"
 
 
 def references_file(check_file) -> pathlib.Path:
@@ -122,13 +125,32 @@ def record(section: dict, partition: str, variant: str, var: str, value: float,
     return entry
 
 
+def citation_keys() -> set[str]:
+    """The citation keys REFERENCES.md defines."""
+    return set(re.findall(r"^## \[([^\]]+)\]", CITATIONS.read_text(), re.MULTILINE))
+
+
+def _citation_problem(where: str, provenance, keys: set[str]) -> list[str]:
+    """A figure from a document must name it by a key of REFERENCES.md."""
+    if not isinstance(provenance, dict) or "source" not in provenance:
+        return []
+    m = re.match(r"\[([^\]]+)\]", str(provenance["source"]))
+    if m and m.group(1) in keys:
+        return []
+    return [f"{where}: source {provenance['source']!r} cites no key of {CITATIONS.name}"]
+
+
 def validate(data: dict) -> list[str]:
     """Problems in a references file's data ([] when it is sound)."""
     errors = []
+    keys = citation_keys()
     for check, section in data.items():
         if not isinstance(section, dict):
             errors.append(f"{check}: not a mapping")
             continue
+        for e in section.get("expectations") or []:
+            errors += _citation_problem(f"{check}: expectation {e.get('what')!r}",
+                                        e.get("provenance"), keys)
         for var, t in (section.get("thresholds") or {}).items():
             if "unit" not in t:
                 errors.append(f"{check}: thresholds.{var}: no unit")
@@ -148,6 +170,7 @@ def validate(data: dict) -> list[str]:
                         errors.append(f"{where}: upper {upper} is negative")
                     if not e.get("provenance"):
                         errors.append(f"{where}: no provenance")
+                    errors += _citation_problem(where, e.get("provenance"), keys)
     return errors
 
 

@@ -1,4 +1,4 @@
-"""FDB bit-identity (seed 000, section 3).
+"""FDB bit-identity ([OIFS-HECToR], section 3).
 
 GRIB fields written directly to a file must come back from FDB bit for bit: archive them with
 fdb-write, retrieve them with fdb-read by MARS request and with --extract, and compare message
@@ -27,7 +27,7 @@ MARS_BASE = 'class=od,expver=0001,stream=oper,date=20240101,time=0000,domain=g,t
 
 @rfm.simple_test
 class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
-    descr = 'GRIB fields archived into FDB and retrieved are bit-identical (seed 000 §3)'
+    descr = 'GRIB fields archived into FDB and retrieved are bit-identical ([OIFS-HECToR] §3)'
     valid_systems = ['+fdb']
     valid_prog_environs = ['+fdb']
     scenario = parameter(['archive', 'flip-one-bit', 'empty-retrieve'])

@@ -1,6 +1,6 @@
 """FDB archive throughput against the raw write bandwidth of the same file system.
 
-Seed 000 tuned FDB's writer (async write, buffer sizes, sync on flush) against Lustre and
+[OIFS-HECToR] tuned FDB's writer (async write, buffer sizes, sync on flush) against Lustre and
 found run-to-run and directory-to-directory variation larger than most settings' effect. So
 the figure here is relative: FDB's archive throughput (fdb-hammer, FDB's own benchmark)
 divided by the sequential write bandwidth fio measures in the same job, in the same
@@ -48,7 +48,7 @@ SCRIPT = paths.REFRAME_DIR / 'iostack_rfm' / 'templates' / 'fdb-throughput.sh'
 
 @rfm.simple_test
 class FdbThroughputCheck(IostackMixin, rfm.RunOnlyRegressionTest):
-    descr = 'FDB archive throughput / raw write bandwidth of the same file system (seed 000)'
+    descr = 'FDB archive throughput / raw write bandwidth of the same file system ([OIFS-HECToR])'
     size = parameter(['small', 'large'])
     async_write = parameter([False, True])
     data_sync_on_flush = parameter([True, False])

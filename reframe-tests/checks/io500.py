@@ -1,4 +1,4 @@
-"""IO500 (seed 004): IOR easy/hard write and read, mdtest easy/hard create, stat, read and
+"""IO500 ([IO500-OFP]): IOR easy/hard write and read, mdtest easy/hard create, stat, read and
 delete, and find, on the partition's I/O file system, scored
 sqrt(geomean(4 bandwidths, GiB/s) x geomean(8 metadata rates, kIOPS)).
 
@@ -10,7 +10,7 @@ is recomputed from them (within the printed rounding, iostack_rfm/io500.py), and
 rules' 300-s stonewall must come out valid. Performance: the score, its two geometric means
 and every phase.
 
-Seed 004's Oakforest-PACS scores (Lustre, Table 3; IME burst buffer, Table 4) are in
+[IO500-OFP]'s Oakforest-PACS scores (Lustre, Table 3; IME burst buffer, Table 4) are in
 references/io500.yaml under documented pseudo-systems, with the seed's marks of runs that
 did not last 5 minutes; they gate nothing here.
 
@@ -27,7 +27,7 @@ from iostack_rfm.base import AppCheck, parsed
 
 @rfm.simple_test
 class IO500Check(AppCheck):
-    descr = 'IO500: 12 phases, score recomputed and cross-checked (seed 004)'
+    descr = 'IO500: 12 phases, score recomputed and cross-checked ([IO500-OFP])'
     # cluster partitions: a CI-sized node can neither install nor load it meaningfully
     valid_systems = ['+mpi -small-io']
     app_features = ['io500']

@@ -1,4 +1,4 @@
-"""IOR and mdtest (seeds 001 and 004): the I/O patterns of the GBmolDD audit.
+"""IOR and mdtest ([POP-GBmolDD] and [IO500-OFP]): the I/O patterns of the GBmolDD audit.
 
 IorLayoutCheck: one job writes and reads the same bytes twice, first one file per process
 (`-F`, GBmolDD's output) then one shared file (the audit's advice: MPI-IO, parallel NetCDF
@@ -9,7 +9,7 @@ write and read MiB/s of both layouts and shared/per-process ratio of the writes.
 MdtestScalingCheck: mdtest with a growing number of processes, creating, stat-ing, reading
 and removing `files_per_task` empty files per process in one shared directory and then in a
 directory per process; the summary must count tasks x files. The creation rate against the
-process count is the metadata cost seed 001 saw grow.
+process count is the metadata cost [POP-GBmolDD] saw grow.
 
 IOR is not a Debian package: these run where the stack has an `ior` module (feature `ior`).
 """
@@ -56,7 +56,7 @@ class IorBenchmark(AppCheck):
 
 @rfm.simple_test
 class IorLayoutCheck(IorBenchmark):
-    descr = 'IOR file per process vs one shared file, data verified (seeds 001, 004)'
+    descr = 'IOR file per process vs one shared file, data verified ([POP-GBmolDD], [IO500-OFP])'
     api = parameter(['POSIX', 'MPIIO'])
     nodes = parameter([1, 2])
     one_rank_per_core = True
@@ -119,7 +119,7 @@ class IorLayoutCheck(IorBenchmark):
 
 @rfm.simple_test
 class MdtestScalingCheck(IorBenchmark):
-    descr = 'mdtest create/stat/read/remove against process count (seed 001)'
+    descr = 'mdtest create/stat/read/remove against process count ([POP-GBmolDD])'
     #: MPI processes; several nodes' worth where a node has fewer cores
     processes = parameter([16, 64, 256])
     files_per_task = variable(int, value=1000)

@@ -1,4 +1,4 @@
-"""Parallel NetCDF output of the INM RAS earth-system model (seed 002): the four ways the seed
+"""Parallel NetCDF output of the INM RAS earth-system model ([INMCM-NetCDF]): the four ways the seed
 compares (serial direct-access files from rank 0, separate NetCDF file per field, combined
 file per output type, batching several records in memory before writing), run one after
 the other in one job by src/netcdf-output-bench, built here with CMake.
@@ -41,7 +41,7 @@ def _verify_field(mode, key, conv=str):
 
 @rfm.simple_test
 class NetcdfOutputCheck(AppCheck):
-    descr = 'NetCDF output: serial/separate/combined/batching, verified (seed 002)'
+    descr = 'NetCDF output: serial/separate/combined/batching, verified ([INMCM-NetCDF])'
     valid_systems = ['+mpi']
     app_features = ['netcdf']
     library = parameter(['netcdf', 'pnetcdf'])

@@ -1,4 +1,4 @@
-"""OpenFOAM HPC Benchmark Suite, HPC_Motorbike Small, as seed 003 ran it on BM.Optimized3.36:
+"""OpenFOAM HPC Benchmark Suite, HPC_Motorbike Small, as [OCI-OpenFOAM] ran it on BM.Optimized3.36:
 decomposePar, potentialFoam and simpleFoam (500 iterations), each step timed.
 
 Three checks, one per experiment of the seed, sharing one meshed case (fixture
@@ -8,8 +8,8 @@ HpcMotorbikeSmallMesh, the suite's own meshing steps):
   (the partitions' features `nps1`/`nps2`; the partition binds as the seed did);
 - HpcMotorbikeInterNodeCheck: 1, 2, 4 and 8 nodes at 32 and 36 ranks per node, NPS2;
 - HpcMotorbikeStorageCheck: 8 nodes x 36 ranks writing every 10 iterations, with the case
-  on the shared file system (ReFrame's stage directory) or on node-local NVMe through seed
-  003's seven steps with `nvme-stage` (1 stage-in, 2 decomposePar on the head node,
+  on the shared file system (ReFrame's stage directory) or on node-local NVMe through
+  [OCI-OpenFOAM]'s seven steps with `nvme-stage` (1 stage-in, 2 decomposePar on the head node,
   3 fan-out, 4 potentialFoam, 5 simpleFoam, 6 collect each node's processor directories,
   7 stage-out without them). The first two use NVMe too, as the seed did.
 
@@ -19,7 +19,7 @@ writeInterval asks for (endTime / writeInterval, none at the default 1000); afte
 the shared case holds the logs but no processor directories.
 
 Performance: each step's wall time, their total (what the seed compared) and simpleFoam's
-ClockTime. Seed 003's findings (NVMe -26.2 % total, simpleFoam -40.4 %, decomposePar
+ClockTime. [OCI-OpenFOAM]'s findings (NVMe -26.2 % total, simpleFoam -40.4 %, decomposePar
 -34.2 %, 46 s of rsync; NPS2 1.8 % cheaper than NPS1; 36 ranks the best on one node) are
 documented expectations in references/openfoam_motorbike.yaml; absolute baselines are
 recorded per site.
@@ -193,7 +193,7 @@ class HpcMotorbikeBase(AppCheck):
 
 @rfm.simple_test
 class HpcMotorbikeIntraNodeCheck(HpcMotorbikeBase):
-    descr = 'HPC_Motorbike Small on one node: ranks 8/16/32/36, NPS1 and NPS2 (seed 003 §1)'
+    descr = 'HPC_Motorbike Small on one node: ranks 8/16/32/36, NPS1 and NPS2 ([OCI-OpenFOAM] §1)'
     valid_systems = ['+mpi +nvme +nps1', '+mpi +nvme +nps2']
     ranks_per_node = parameter([8, 16, 32, 36])
     nodes = variable(int, value=1)
@@ -203,7 +203,7 @@ class HpcMotorbikeIntraNodeCheck(HpcMotorbikeBase):
 
 @rfm.simple_test
 class HpcMotorbikeInterNodeCheck(HpcMotorbikeBase):
-    descr = 'HPC_Motorbike Small on 1/2/4/8 nodes at 32 and 36 ranks per node (seed 003 §2)'
+    descr = 'HPC_Motorbike Small on 1/2/4/8 nodes at 32 and 36 ranks per node ([OCI-OpenFOAM] §2)'
     valid_systems = ['+mpi +nvme +nps2']
     nodes = parameter([1, 2, 4, 8])
     ranks_per_node = parameter([32, 36])
@@ -213,7 +213,8 @@ class HpcMotorbikeInterNodeCheck(HpcMotorbikeBase):
 
 @rfm.simple_test
 class HpcMotorbikeStorageCheck(HpcMotorbikeBase):
-    descr = 'HPC_Motorbike Small, writing every 10 iterations: shared storage vs NVMe (seed 003 §3)'
+    descr = ('HPC_Motorbike Small, writing every 10 iterations: shared storage vs NVMe '
+             '([OCI-OpenFOAM] §3)')
     valid_systems = ['+mpi +nvme +nps2']
     storage = parameter(['shared', 'nvme'])
     nodes = variable(int, value=8)

@@ -29,7 +29,8 @@ RUNS = ('serial', 'serial-rerun', 'parallel', 'parallel-rerun')
 
 @rfm.simple_test
 class OpenFOAMPitzDailyCheck(AppCheck):
-    descr = 'pitzDaily serial and 2-rank: converged, bit-identical reruns, ClockTime (seed 003)'
+    descr = ('pitzDaily serial and 2-rank: converged, bit-identical reruns, ClockTime '
+             '([OCI-OpenFOAM])')
     # a tutorial-sized case: CI-class nodes; clusters run HPC_Motorbike
     valid_systems = ['+mpi +small-io']
     app_features = ['openfoam']

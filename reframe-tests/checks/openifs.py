@@ -1,14 +1,14 @@
-"""OpenIFS with FDB against OpenIFS without (seed 000, sections 3 to 5).
+"""OpenIFS with FDB against OpenIFS without ([OIFS-HECToR], sections 3 to 5).
 
 One job runs the same experiment twice on the same nodes: first writing GRIB files (namelist
 &NAMCT0 LFDBOP=false, the default: ICMGG<exp>+<step> and ICMSH<exp>+<step> per output step),
 then into FDB (LFDBOP=true). Every output file's fields are then retrieved from FDB and
 compared message by message (counts, bytes, sha256, grib_compare); FDB must hold exactly
 those fields and bytes (iostack_rfm.openifs compare-fdb). The speed of each run is
-seed 000's metric, forecast days per wall-clock day (iostack_rfm/openifs.py: forecast length from
-NODE.001_01, wall time from ifs.stat).
+[OIFS-HECToR]'s metric, forecast days per wall-clock day (iostack_rfm/openifs.py: forecast
+length from NODE.001_01, wall time from ifs.stat).
 
-Parameters, as seed 000 section 5 tuned them (on the FDB run and the GRIB run alike, so the
+Parameters, as [OIFS-HECToR] section 5 tuned them (on the FDB run and the GRIB run alike, so the
 pair stays comparable): the case (Table 2), the writer stride NWRTOUT (&NAMPAR1; 1 = every
 task writes, `node` = one writer per node, which the seed recommends), Lustre striping of
 the output directories (`lfs setstripe -c N -S size`, before the runs; a note and no
@@ -38,7 +38,7 @@ RUNS = ('grib', 'fdb')
 
 @rfm.simple_test
 class OpenIFSOutputCheck(AppCheck):
-    descr = 'OpenIFS FDB output bit-identical to GRIB files; forecast days/day (seed 000)'
+    descr = 'OpenIFS FDB output bit-identical to GRIB files; forecast days/day ([OIFS-HECToR])'
     valid_systems = ['+mpi']
     app_features = ['openifs']
     case = parameter(list(openifs.CASES))

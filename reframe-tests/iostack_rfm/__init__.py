@@ -8,7 +8,7 @@
 - builds.py: every build fixture (gribgen; CMake builds of src/).
 - one module per application or benchmark, standard library only, holding its output
   parsers, its problem checks (text in, list of problems out) and its job-side tool:
-  openifs.py, openfoam.py, io500.py, ior.py (IOR and mdtest), netcdf.py (seed 002's
+  openifs.py, openfoam.py, io500.py, ior.py (IOR and mdtest), netcdf.py ([INMCM-NetCDF]'s
   workload), fdb.py (fdb-hammer and fio, for the throughput check), gribcompare.py (GRIB
   comparison, for every bit-identity check), smoke.py (version queries of the stack smoke
   check). A new parser or problem check goes into its application's module, with a unit

@@ -8,7 +8,7 @@
   the modules their `extras['app_modules']` name (none where the application is on PATH);
 - resources: `io_dir()` / `shared_io_dir()` (the partition's `extras['io_dir']`), and with
   `one_rank_per_core` one MPI rank per core on `self.nodes` whole nodes;
-- launch: the partition's `extras['launcher_options']` (seed 003's binding) on every launch;
+- launch: the partition's `extras['launcher_options']` ([OCI-OpenFOAM]'s binding) on every launch;
   in a check made of steps (`steps_job`, see AppCheck) the job's own line runs on the batch
   host and MPI programs are steps started by `mpi_command()`;
 - job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.fdbconfig`,

@@ -63,7 +63,7 @@ class CMakeBuild(IostackMixin, rfm.CompileOnlyRegressionTest):
 
 
 class NetcdfOutputBenchBuild(CMakeBuild):
-    """src/netcdf-output-bench (seed 002) against the environment's MPI, parallel netCDF-C
+    """src/netcdf-output-bench ([INMCM-NetCDF]) against the environment's MPI, parallel netCDF-C
     and PnetCDF."""
 
     descr = 'build netcdf-output-bench (CMake, MPI, netCDF-C/HDF5, PnetCDF)'

@@ -1,4 +1,4 @@
-"""FDB throughput (seed 000's FDB tuning): what fdb-hammer and fio report for each repetition
+"""FDB throughput ([OIFS-HECToR]'s FDB tuning): what fdb-hammer and fio report for each repetition
 of the check's measurement (iostack_rfm/templates/fdb-throughput.sh). Standard library only.
 
 Each repetition writes hammer-write-N.out (fdb-hammer --statistics: `Name: value` lines)

@@ -1,4 +1,4 @@
-"""IO500 (seed 004): the ini file a run is configured with, generated from the check's
+"""IO500 ([IO500-OFP]): the ini file a run is configured with, generated from the check's
 parameters; io500's output, its score, and what makes a run's result count. Standard
 library only.
 
@@ -12,7 +12,7 @@ byte transfers, mdtest hard's 3,901-byte files).
 io500's output: the per-phase result lines, the score line, and the score itself.
 
 The score is sqrt(geomean(bandwidths in GiB/s) * geomean(metadata rates in kIOPS)). The
-first list (SC17, seed 004) had 4 bandwidth phases (ior easy/hard write/read) and 8
+first list (SC17, [IO500-OFP]) had 4 bandwidth phases (ior easy/hard write/read) and 8
 metadata phases (mdtest easy/hard create, stat, delete, hard read, and find); today's
 io500 runs the same 12 in standard mode and adds optional phases (ior-rnd*, find-easy,
 find-hard, mdworkbench-*) in extended mode, scored separately as [SCOREX].

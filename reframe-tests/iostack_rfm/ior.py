@@ -1,7 +1,7 @@
-"""IOR and mdtest (seeds 001 and 004): their output, and what their summaries must show for
-a run to count. Standard library only.
+"""IOR and mdtest ([POP-GBmolDD] and [IO500-OFP]): their output, and what their summaries
+must show for a run to count. Standard library only.
 
-Seed 001 (the GBmolDD audit) found the code's one-file-per-process output spending ever more
+[POP-GBmolDD] (the GBmolDD audit) found the code's one-file-per-process output spending ever more
 time on metadata as the process count grew; the checks measure the same patterns with IOR
 (file per process against one shared file) and mdtest (files in one directory against a
 directory per process).

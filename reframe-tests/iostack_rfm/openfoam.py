@@ -1,4 +1,4 @@
-"""OpenFOAM (seed 003): the shell lines that set up and run a case, its solver logs, and the
+"""OpenFOAM ([OCI-OpenFOAM]): the shell lines that set up and run a case, its solver logs, and the
 job-side summary of what a run wrote. Standard library only.
 
 Solver logs (simpleFoam and friends, openfoam.com v1912 to v2312 and openfoam.org):

@@ -1,4 +1,4 @@
-"""OpenIFS (seed 000): the test cases, the namelist switches the check sets, the run logs
+"""OpenIFS ([OIFS-HECToR]): the test cases, the namelist switches the check sets, the run logs
 (ifs.stat, NODE.001_01) and their speed metric, and the job-side comparison of a run's GRIB
 files with what the FDB run archived. Standard library only (plus ecCodes' and FDB's
 command-line tools in the job).
@@ -10,14 +10,14 @@ command-line tools in the job).
 ICMSH<exp>+<step> (spectral), retrieves the same fields from FDB (`fdb-read --extract`: the
 request is the file's own MARS keys; FDB5_CONFIG_FILE names the FDB run's config) and
 compares them message by message with iostack_rfm.gribcompare (counts, bytes, sha256,
-grib_compare). Seed 000 also found the total bytes equal: the FDB data files (*.data, FDB4's
+grib_compare). [OIFS-HECToR] also found the total bytes equal: the FDB data files (*.data, FDB4's
 *.dat) must hold exactly the GRIB files' bytes, and FDB must list exactly as many fields as
 the files hold. The last line says it all:
 
     oifs-output: files=14 steps=7 messages=812 identical=812 fdb_fields=812 bytes_grib=N
     bytes_fdb=N RESULT=IDENTICAL
 
-Speed is seed 000's metric, forecast days per wall-clock day = forecast length in days *
+Speed is [OIFS-HECToR]'s metric, forecast days per wall-clock day = forecast length in days *
 86400 / wall seconds. ifs.stat gets one line per model step (and a few per setup stage)
 from the master task:
 
@@ -50,7 +50,7 @@ from iostack_rfm import gribcompare
 
 @dataclass(frozen=True)
 class Case:
-    """A seed 000 test case (Table 2): its MPI x OpenMP layout on HECToR."""
+    """A [OIFS-HECToR] test case (Table 2): its MPI x OpenMP layout on HECToR."""
 
     name: str
     mpi_tasks: int
@@ -63,7 +63,7 @@ class Case:
         return self.mpi_tasks * self.threads
 
 
-# seed 000, Table 2; forecast days per day are in reframe-tests/references/openifs.yaml
+# [OIFS-HECToR], Table 2; forecast days per day are in reframe-tests/references/openifs.yaml
 CASES = {
     "T159": Case("T159", 16, 8, 5),
     "T511": Case("T511", 128, 8, 9),

@@ -1,5 +1,5 @@
 """IO500 check pieces: the generated ini (read back with Python's own INI parser, not
-ours), what makes a run count, and seed 004's documented scores kept consistent with the
+ours), what makes a run count, and [IO500-OFP]'s documented scores kept consistent with the
 score formula."""
 import configparser
 

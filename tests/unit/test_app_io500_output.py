@@ -1,4 +1,4 @@
-"""io500 parser and score: the seed 004 (Oakforest-PACS) tables and io500 output of
+"""io500 parser and score: the [IO500-OFP] (Oakforest-PACS) tables and io500 output of
 three generations, written here in the formats the io500 sources print."""
 import math
 
@@ -58,7 +58,7 @@ SCRIPT_RUN = """\
 [SCORE] Bandwidth 1.3864 GB/s : IOPS 7.9762 kiops : TOTAL 3.3254
 """
 
-# seed 004, Tables 3 and 4: (processes, bandwidth GiB/s, metadata kIOPS, score)
+# [IO500-OFP], Tables 3 and 4: (processes, bandwidth GiB/s, metadata kIOPS, score)
 OAKFOREST_PACS = [
     ("burst buffer", 2048, "151.31", "35.22", "73.00"),
     ("burst buffer", 4096, "257.52", "41.01", "102.76"),

@@ -1,5 +1,5 @@
 """OpenFOAM solver log parsing, on a short simpleFoam log in the v1912 layout (made-up
-numbers; the motorBike case of seed 003 solves U, p, k and omega)."""
+numbers; the motorBike case of [OCI-OpenFOAM] solves U, p, k and omega)."""
 import pytest
 
 from iostack_rfm import openfoam

@@ -1,4 +1,4 @@
-"""OpenIFS check logic that needs no model: seed 000's cases against the references kept
+"""OpenIFS check logic that needs no model: [OIFS-HECToR]'s cases against the references kept
 for them, the namelist switches, the stripe parameter, output file names and the
 forecast-days-per-day metric from logs."""
 import pytest
@@ -22,7 +22,7 @@ FORT4 = """\
 
 
 def test_documented_speeds_are_keyed_like_the_checks_variants():
-    """Seed 000's Table 2 speeds (references/openifs.yaml, pseudo-system hector:compute)
+    """[OIFS-HECToR]'s Table 2 speeds (references/openifs.yaml, pseudo-system hector:compute)
     can be compared with a site's recorded baseline only if they sit under the variant keys
     the check gives its test cases: a case the check runs, its other parameters at the
     seed's settings, and the check's own performance variables."""
@@ -71,7 +71,7 @@ def test_fortran_values(value, text):
 
 def test_stripe_parameter():
     assert openifs.stripe_options("inherit") is None
-    # seed 000: `lfs setstripe -c 8 -s 16M` (today's lfs spells the size -S)
+    # [OIFS-HECToR]: `lfs setstripe -c 8 -s 16M` (today's lfs spells the size -S)
     assert openifs.stripe_options("8x16M") == ["-c", "8", "-S", "16M"]
     assert openifs.stripe_options("-1x4M") == ["-c", "-1", "-S", "4M"]
     with pytest.raises(ValueError):

@@ -1,4 +1,4 @@
-"""OpenIFS ifs.stat / NODE.001_01 parsing and forecast days per wall-clock day (seed 000).
+"""OpenIFS ifs.stat / NODE.001_01 parsing and forecast days per wall-clock day ([OIFS-HECToR]).
 
 The lines below are made up but laid out as IFS writes them (OPDIS for ifs.stat, LOGDIS
 for the step lines of NODE.001_01): a 10-day T159-like forecast, 1-hour steps, finishing
