@@ -66,10 +66,14 @@ class IorLayoutCheck(IorBenchmark):
     repetitions = variable(int, value=3)
 
     @run_after('init')
-    def set_tags(self):
+    def set_tags_and_perf_variables(self):
         self.tags = {'ior', 'io', 'performance', 'weekly'}
         if (self.api, self.nodes) == ('POSIX', 1):
             self.tags.add('nightly')
+        for layout in LAYOUTS:
+            for operation in ('write', 'read'):
+                self.perf_variables[f'{operation}_{layout}'] = sn.make_performance_function(
+                    self._mean(layout, operation), 'MiB/s')
 
     @run_before('run')
     def set_job(self):
@@ -95,22 +99,6 @@ class IorLayoutCheck(IorBenchmark):
     def _mean(self, layout, operation):
         return parsed(ior.summary_value, f'ior-{layout}.out', operation=operation,
                       column='Mean(MiB)')
-
-    @performance_function('MiB/s')
-    def write_fpp(self):
-        return self._mean('fpp', 'write')
-
-    @performance_function('MiB/s')
-    def read_fpp(self):
-        return self._mean('fpp', 'read')
-
-    @performance_function('MiB/s')
-    def write_shared(self):
-        return self._mean('shared', 'write')
-
-    @performance_function('MiB/s')
-    def read_shared(self):
-        return self._mean('shared', 'read')
 
     @performance_function('ratio')
     def write_shared_vs_fpp(self):

@@ -59,11 +59,10 @@ static int dim_len(int ncid, const char *name, size_t *len)
     return status != NC_NOERR ? status : nc_inq_dimlen(ncid, dimid, len);
 }
 
+/* in the order of nob_nc_library's members */
 static const nob_nc_library netcdf = {
-    .strerror = nc_strerror, .create = create, .open = open_read, .def_dim = nc_def_dim,
-    .def_var = def_var, .def_field = def_field, .put_text = put_text, .enddef = nc_enddef,
-    .collective = collective, .vara = vara, .dim_len = dim_len, .var_id = nc_inq_varid,
-    .close = nc_close,
+    nc_strerror, create, open_read, nc_def_dim, def_var, def_field, put_text,
+    nc_enddef, collective, vara, dim_len, nc_inq_varid, nc_close,
 };
 
 const nob_backend nob_backend_netcdf = {

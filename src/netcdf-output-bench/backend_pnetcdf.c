@@ -60,11 +60,10 @@ static int dim_len(int ncid, const char *name, size_t *len)
     return status;
 }
 
+/* in the order of nob_nc_library's members */
 static const nob_nc_library pnetcdf = {
-    .strerror = ncmpi_strerror, .create = create, .open = open_read, .def_dim = def_dim,
-    .def_var = def_var, .def_field = NULL, .put_text = put_text, .enddef = ncmpi_enddef,
-    .collective = NULL, .vara = vara, .dim_len = dim_len, .var_id = ncmpi_inq_varid,
-    .close = ncmpi_close,
+    ncmpi_strerror, create, open_read, def_dim, def_var, /* def_field */ NULL, put_text,
+    ncmpi_enddef, /* collective */ NULL, vara, dim_len, ncmpi_inq_varid, ncmpi_close,
 };
 
 const nob_backend nob_backend_pnetcdf = {
