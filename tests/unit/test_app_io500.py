@@ -53,8 +53,9 @@ def documented_rows():
 def test_documented_scores_follow_from_their_two_means(system, variant, entries):
     assert set(entries) == {"bandwidth", "metadata", "score"}
     bw, md, score = (f"{entries[k]['value']:.2f}" for k in ("bandwidth", "metadata", "score"))
-    # score = sqrt(bandwidth x metadata), to the printed digits
-    io500.check_total(bw, md, score)
+    # score = sqrt(bandwidth x metadata), to the printed digits (means printed to 0.01 move
+    # the score by up to ~0.013 at these magnitudes)
+    assert abs(io500.check_total(bw, md, score) - float(score)) < 0.015
     # a score made from a value below the rules (phases under 5 minutes) is below them too
     def marked(key):
         return bool(entries[key]["provenance"].get("below_rules"))

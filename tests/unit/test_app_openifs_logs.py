@@ -76,7 +76,7 @@ def test_older_and_nonhydrostatic_layouts():
     assert [(s.step, s.total_wall_seconds) for s in lines] == [(12, 8), (13, 9)]
 
 
-def test_seed_000_table_2_metric():
+def test_oifs_hector_table_2_metric():
     # T511 on HECToR: 679 forecast days per day without FDB; a 10-day forecast then
     # takes 10 * 86400 / 679 s of wall time
     assert openifs.forecast_days_per_day(10, 10 * 86400 / 679) == pytest.approx(679)

@@ -30,7 +30,7 @@ def _config(monkeypatch, tmp_path):
     return module.site_configuration
 
 
-def test_seed_003_expectations_name_what_the_checks_measure(monkeypatch, tmp_path):
+def test_oci_openfoam_expectations_name_what_the_checks_measure(monkeypatch, tmp_path):
     """The motorbike checks' documented findings can only be compared with a site's weekly
     results if each names perf variables the check reports, parameters it has and
     partitions that exist."""
