@@ -16,16 +16,9 @@ from __future__ import annotations
 import datetime
 import pathlib
 import statistics
-import sys
 
-from iostack import paths
-from iostack.report import ALL_TIME, last_runs, stored_sessions
+from iostack import references, results
 from iostack.run import die
-
-# iostack_rfm.references is the file format's one definition (stdlib + PyYAML).
-if str(paths.REFRAME_DIR) not in sys.path:
-    sys.path.insert(0, str(paths.REFRAME_DIR))
-from iostack_rfm import references  # noqa: E402
 
 
 def _usable(tc: dict) -> bool:
@@ -42,7 +35,8 @@ def choose_sessions(sessions: list[dict], system: str, uuid: str | None = None,
                 return [s]
         die(f"no stored session {uuid}", rc=1)
     chosen = [s for s in sessions
-              if any(tc["system"] == system and _usable(tc) for tc in last_runs(s).values())]
+              if any(tc["system"] == system and _usable(tc)
+                     for tc in results.last_attempts(s).values())]
     if not chosen:
         die(f"no stored session has performance values from system {system}: "
             f"run `bin/iostack nightly --system {system}` first", rc=1)
@@ -90,8 +84,8 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     units: dict[tuple, str] = {}
     without_file = set()
     for session in sessions:
-        for tc in last_runs(session).values():
-            check = tc["name"].split()[0]
+        for tc in results.last_attempts(session).values():
+            check = results.check_of(tc)
             if tc["system"] != system or (checks and check not in checks) or not _usable(tc):
                 continue
             path = refs_dir / references.references_file(tc["filename"]).name
@@ -102,11 +96,11 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
                 continue
             variant = tc.get("reference_variant") or references.ANY_VARIANT
             partition = f"{tc['system']}:{tc['partition']}"
-            for key, pv in tc["perfvalues"].items():
-                if isinstance(pv[0], (int, float)):
-                    k = (path, check, partition, variant, key.split(":")[-1])
-                    values.setdefault(k, []).append(float(pv[0]))
-                    units[k] = pv[4]
+            for var, pv in results.perf_values(tc).items():
+                if isinstance(pv.value, (int, float)):
+                    k = (path, check, partition, variant, var)
+                    values.setdefault(k, []).append(float(pv.value))
+                    units[k] = pv.unit
     files: dict[pathlib.Path, dict] = {}
     written: dict[pathlib.Path, int] = {}
     for (path, check, partition, variant, var), vals in sorted(values.items()):
@@ -128,7 +122,7 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
 
 def main(site: str, system: str, root: pathlib.Path, checks=(), session_uuid=None,
          refs_dir=None, lower=None, upper=None, count: int = 1) -> int:
-    sessions = choose_sessions(stored_sessions(system, root, ALL_TIME), system, session_uuid,
+    sessions = choose_sessions(results.stored_sessions(system, root), system, session_uuid,
                                count)
     uuids = ", ".join(s["session_info"].get("uuid", "?") for s in sessions)
     written = record(sessions, system, checks, refs_dir, lower, upper)

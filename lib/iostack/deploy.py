@@ -13,7 +13,7 @@ from __future__ import annotations
 import pathlib
 import shutil
 
-from iostack import mirrors, paths, spack
+from iostack import fdbconfig, mirrors, paths, spack
 from iostack.run import die
 
 
@@ -36,16 +36,14 @@ def install_meta_modules(root_dir):
 def render_fdb_config(root_dir):
     """The FDB config openifs-env points FDB5_CONFIG_FILE at: root <root>/var/fdb, schema of
     the FDB in use (FDB5_SCHEMA, $FDB_ROOT/etc/fdb/schema or /etc/fdb/schema)."""
-    import sys
-
-    from iostack.run import run
-
     out = root_dir / "etc" / "fdb5" / "config.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
-    proc = run([sys.executable, "-m", "iostack_rfm.fdbconfig", "--root", root_dir / "var" / "fdb",
-                "--out", out], env_extra={"PYTHONPATH": paths.REFRAME_DIR}, check=False)
-    if proc.returncode != 0:
+    try:
+        fdbconfig.write(root_dir / "var" / "fdb", out)
+    except FileNotFoundError:
         print("iostack: note: no FDB schema found, so no FDB config written; set FDB5_SCHEMA")
+        return
+    print(f"iostack: FDB config: {out}")
 
 
 def use_buildcache(root: pathlib.Path, cache_dir: pathlib.Path) -> None:

@@ -11,13 +11,10 @@ test cases, is a failure.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import pathlib
 import subprocess
 
-from iostack import paths, reframe
-from iostack.report import NO_BASELINE_MIN
+from iostack import paths, reframe, references, results, stack
 
 RC_NO_TESTS = 3
 
@@ -34,7 +31,7 @@ def git_commit() -> str:
 
 
 def spack_lock_sha256(site: str) -> str:
-    lock = paths.SPACK_ENV_SITES / site / "spack.lock"
+    lock = stack.lock_path(site)
     return hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else "none"
 
 
@@ -42,31 +39,23 @@ def session_extras(site: str) -> dict[str, str]:
     return {"site": site, "commit": git_commit(), "spack_lock_sha256": spack_lock_sha256(site)}
 
 
-def _reports(state: pathlib.Path) -> set[pathlib.Path]:
-    return set((state / "reports").glob("run-report-*.json"))
-
-
 def _no_baseline_hints(report: dict, site: str) -> list[str]:
     """One line per failed case whose reference is the no-baseline placeholder."""
     hints = []
-    for run in report.get("runs", [])[-1:]:
-        for tc in run["testcases"]:
-            if tc.get("result") != "fail" or tc.get("fail_phase") != "performance":
-                continue
-            perf = tc.get("perfvalues") or {}
-            if any(isinstance(v[1], (int, float)) and v[1] >= NO_BASELINE_MIN
-                   for v in perf.values()):
-                check = tc["name"].split()[0]
-                hints.append(f"  {tc['name']} @{tc['system']}:{tc['partition']}: "
-                             f"bin/iostack record-baseline --site {site} --system "
-                             f"{tc['system']} --check {check}")
+    for tc in results.last_attempts(report).values():
+        if tc.get("result") != "fail" or tc.get("fail_phase") != "performance":
+            continue
+        if any(references.is_no_baseline(pv.ref) for pv in results.perf_values(tc).values()):
+            hints.append(f"  {tc['name']} @{tc['system']}:{tc['partition']}: "
+                         f"bin/iostack record-baseline --site {site} --system "
+                         f"{tc['system']} --check {results.check_of(tc)}")
     return sorted(set(hints))
 
 
 def run(site: str, system: str, root: pathlib.Path, extra=(), mode=None,
         local_slurm: bool = False) -> int:
     state = root / "reframe"
-    before = _reports(state)
+    before = set(results.run_reports(state))
     extras = ",".join(f"{k}={v}" for k, v in session_extras(site).items())
     env_extra = {}
     cluster = None
@@ -89,11 +78,11 @@ def run(site: str, system: str, root: pathlib.Path, extra=(), mode=None,
             cluster.stop()
             print("iostack: local Slurm cluster stopped")
 
-    new = sorted(_reports(state) - before, key=os.path.getmtime)
+    new = [r for r in results.run_reports(state) if r not in before]
     cases = 0
     report = {}
     if new:
-        report = json.loads(new[-1].read_text())
+        report = results.read_report(new[-1])
         cases = report.get("session_info", {}).get("num_cases", 0)
     if not cases:
         print(f"iostack: error: ReFrame ran no test case on system {system} (mode "

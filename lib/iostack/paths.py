@@ -1,13 +1,30 @@
-"""Where things live. Environment variables override every default."""
+"""Where things live: the repository root is computed here and nowhere else. Environment
+variables override every default."""
 import os
 import pathlib
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+LIB = REPO / "lib"
 SPACK_ENV_SITES = REPO / "spack-env" / "sites"
 ANSIBLE_INVENTORIES = REPO / "ansible" / "inventories"
 REFRAME_DIR = REPO / "reframe-tests"
 REFRAME_CONFIG = REFRAME_DIR / "config" / "iostack.py"
 META_MODULES = REPO / "modulefiles"
+#: programs of ours the ReFrame checks build: the benchmarks (src/) and the checks' helpers
+SRC = REPO / "src"
+RFM_SRC = REFRAME_DIR / "src"
+
+
+def references_dir() -> pathlib.Path:
+    """The checks' performance references; IOSTACK_RFM_REFERENCES moves them (a site keeping
+    its baselines elsewhere, the tests)."""
+    return pathlib.Path(os.environ.get("IOSTACK_RFM_REFERENCES") or REFRAME_DIR / "references")
+
+
+def job_pythonpath() -> str:
+    """PYTHONPATH of a job that runs the job-side tools (`python3 -m iostack.fdbconfig`,
+    `python3 -m iostack_rfm.gribcompare`, ...): stdlib only, so any python3 runs them."""
+    return f"{LIB}:{REFRAME_DIR}"
 
 
 def venv() -> pathlib.Path:

@@ -42,7 +42,9 @@ def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None, env_extra=
         cmd += ["--mode", mode]
     cmd += ["-r", *extra]
     proc = run(cmd, env_extra={**environment(root_dir), **(env_extra or {})}, check=False)
-    reports = sorted((state / "reports").glob("run-report-*.json"), key=os.path.getmtime)
+    from iostack import results
+
+    reports = results.run_reports(state)
     if reports:
         print(f"iostack: ReFrame report: {reports[-1]}")
     return proc.returncode

@@ -1,10 +1,7 @@
 """bin/iostack report: the stored nightly sessions as a static page people open in the
 morning: per check and performance variable, a PNG of its values over time with the
-reference band, and a table of the latest results.
-
-The sessions come from ReFrame's results DB, read through ReFrame itself
-(`reframe --describe-stored-sessions`), so the page shows what `--performance-compare`
-and `--list-stored-sessions` show.
+reference band, and a table of the latest results. The sessions come from ReFrame's results
+DB (iostack.results).
 """
 from __future__ import annotations
 
@@ -12,49 +9,17 @@ import datetime
 import html
 import json
 import math
-import os
 import pathlib
 import re
-import subprocess
 
-from iostack import paths, reframe
-from iostack.run import die, show
-
-#: reference values at or above this are the no-baseline placeholder (iostack_rfm.references)
-NO_BASELINE_MIN = 1e300
-ALL_TIME = "19700101T0000+0000:now"
-
-
-def stored_sessions(system: str, root: pathlib.Path, period: str = ALL_TIME) -> list[dict]:
-    """Sessions of the results DB under `root` (oldest first), as ReFrame describes them."""
-    exe = paths.venv() / "bin" / "reframe"
-    cmd = [str(exe), "-C", str(paths.REFRAME_CONFIG), "--system", system,
-           "--describe-stored-sessions", period]
-    env_extra = reframe.environment(root)
-    show(cmd, env_extra)
-    env = dict(os.environ, **{k: str(v) for k, v in env_extra.items()})
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        die(f"reading the results DB failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}", rc=1)
-    try:
-        sessions = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        die(f"ReFrame did not print sessions as JSON:\n{proc.stdout[:2000]}", rc=1)
-    return sorted(sessions, key=lambda s: s["session_info"].get("time_start_unix", 0))
-
-
-def last_runs(session: dict) -> dict[tuple, dict]:
-    """Each test case's final attempt in a session (retries replace earlier runs)."""
-    cases = {}
-    for run in session.get("runs", []):
-        for tc in run["testcases"]:
-            cases[(tc["name"], tc["system"], tc["partition"], tc["environ"])] = tc
-    return cases
+from iostack import references, results
+from iostack.run import die
 
 
 def bounds(ref, lower, upper):
     """(low, high) absolute bounds of a reference tuple; None for none/no baseline."""
-    if not isinstance(ref, (int, float)) or ref >= NO_BASELINE_MIN or ref == 0 and lower is None:
+    if (not isinstance(ref, (int, float)) or references.is_no_baseline(ref)
+            or ref == 0 and lower is None):
         return None, None
     lo = ref * (1 + lower) if lower is not None else None
     hi = ref * (1 + upper) if upper is not None else None
@@ -68,19 +33,16 @@ def series(sessions: list[dict]) -> dict[tuple, list[dict]]:
     out: dict[tuple, list[dict]] = {}
     for session in sessions:
         info = session["session_info"]
-        for tc in last_runs(session).values():
-            for key, pv in (tc.get("perfvalues") or {}).items():
-                value, ref, lower, upper, unit, result = (list(pv) + [None] * 6)[:6]
-                if not isinstance(value, (int, float)) or not math.isfinite(value):
+        for tc in results.last_attempts(session).values():
+            for var, pv in results.perf_values(tc).items():
+                if not isinstance(pv.value, (int, float)) or not math.isfinite(pv.value):
                     continue
-                var = key.split(":")[-1]
-                check = tc["name"].split()[0]
-                lo, hi = bounds(ref, lower, upper)
-                out.setdefault((check, var), []).append({
+                lo, hi = bounds(pv.ref, pv.lower, pv.upper)
+                out.setdefault((results.check_of(tc), var), []).append({
                     "t": tc.get("job_completion_time_unix") or info.get("time_start_unix"),
-                    "value": value, "low": lo, "high": hi, "unit": unit or "",
-                    "result": result or tc.get("result"),
-                    "no_baseline": isinstance(ref, (int, float)) and ref >= NO_BASELINE_MIN,
+                    "value": pv.value, "low": lo, "high": hi, "unit": pv.unit or "",
+                    "result": pv.result or tc.get("result"),
+                    "no_baseline": references.is_no_baseline(pv.ref),
                     "label": f"{tc['system']}:{tc['partition']}+{tc['environ']} "
                              f"{' '.join(tc['name'].split()[1:])}".strip(),
                     "session": info.get("uuid"),
@@ -150,16 +112,15 @@ def _fmt(v) -> str:
 
 def latest_table(session: dict) -> str:
     rows = []
-    for (name, system, partition, environ), tc in sorted(last_runs(session).items()):
+    for (name, system, partition, environ), tc in sorted(results.last_attempts(session).items()):
         perf = []
-        for key, pv in (tc.get("perfvalues") or {}).items():
-            value, ref, lower, upper, unit, result = (list(pv) + [None] * 6)[:6]
-            lo, hi = bounds(ref, lower, upper)
-            if isinstance(ref, (int, float)) and ref >= NO_BASELINE_MIN:
+        for var, pv in results.perf_values(tc).items():
+            lo, hi = bounds(pv.ref, pv.lower, pv.upper)
+            if references.is_no_baseline(pv.ref):
                 band = "no baseline"
             else:
                 band = f"[{_fmt(lo) or '-inf'}, {_fmt(hi) or 'inf'}]" if (lo, hi) != (None, None) else ""
-            perf.append(f"{html.escape(key.split(':')[-1])} = {_fmt(value)} {html.escape(unit or '')}"
+            perf.append(f"{html.escape(var)} = {_fmt(pv.value)} {html.escape(pv.unit or '')}"
                         + (f" <small>{html.escape(band)}</small>" if band else ""))
         result = tc.get("result", "")
         reason = tc.get("fail_reason") or ""
@@ -223,8 +184,8 @@ def write(site: str, sessions: list[dict], out: pathlib.Path) -> pathlib.Path:
 
 
 def main(site: str, system: str, root: pathlib.Path, out: pathlib.Path | None,
-         period: str = ALL_TIME) -> int:
-    sessions = stored_sessions(system, root, period)
+         period: str = results.ALL_TIME) -> int:
+    sessions = results.stored_sessions(system, root, period)
     if not sessions:
         die(f"no stored sessions in the results DB under {root / 'reframe'} "
             f"for {period}: run `bin/iostack nightly --site {site}` first", rc=1)

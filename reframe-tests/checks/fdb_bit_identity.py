@@ -1,4 +1,4 @@
-"""FDB bit-identity (seed 000, section 3).
+"""FDB bit-identity ([OIFS-HECToR], section 3).
 
 GRIB fields written directly to a file must come back from FDB bit for bit: archive them with
 fdb-write, retrieve them with fdb-read by MARS request and with --extract, and compare message
@@ -10,14 +10,13 @@ Two negative controls prove the comparison can fail:
 - empty-retrieve: a request that matches nothing makes fdb-read exit 0 with an empty file;
   the comparison must refuse it.
 """
-import os
-
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (fixture, parameter, performance_function, run_before,
                                    sanity_function, variable)
 
-from iostack_rfm.fixtures import GribGenBuild
+from iostack_rfm.base import IostackMixin
+from iostack_rfm.builds import GribGenBuild
 
 # The field set gribgen writes: pressure-level t/u/v/z and surface 2t/msl, steps 0, 6, 12, ...
 PL_PARAMS = (130, 131, 132, 129)
@@ -27,8 +26,8 @@ MARS_BASE = 'class=od,expver=0001,stream=oper,date=20240101,time=0000,domain=g,t
 
 
 @rfm.simple_test
-class FdbBitIdentityCheck(rfm.RunOnlyRegressionTest):
-    descr = 'GRIB fields archived into FDB and retrieved are bit-identical (seed 000 §3)'
+class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
+    descr = 'GRIB fields archived into FDB and retrieved are bit-identical ([OIFS-HECToR] §3)'
     valid_systems = ['+fdb']
     valid_prog_environs = ['+fdb']
     scenario = parameter(['archive', 'flip-one-bit', 'empty-retrieve'])
@@ -39,7 +38,6 @@ class FdbBitIdentityCheck(rfm.RunOnlyRegressionTest):
     gribgen = fixture(GribGenBuild, scope='environment')
     executable = 'python3'
     tags = {'bit-identity', 'fdb', 'ci', 'nightly'}
-    maintainers = ['iostack']
 
     @property
     def expected_messages(self):
@@ -59,12 +57,11 @@ class FdbBitIdentityCheck(rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_job(self):
-        gribgen = os.path.join(self.gribgen.stagedir, self.gribgen.executable)
+        gribgen = self.gribgen.program_path
         self.env_vars['FDB5_CONFIG_FILE'] = '$PWD/fdb-config.yaml'
-        self.env_vars['PYTHONPATH'] = os.path.dirname(os.path.dirname(__file__)) + ':$PYTHONPATH'
         request = '\n'.join(self._requests())
         self.prerun_cmds = [
-            'python3 -m iostack_rfm.fdbconfig --root fdb-root --out fdb-config.yaml',
+            'python3 -m iostack.fdbconfig --root fdb-root --out fdb-config.yaml',
             f'{gribgen} direct.grib {self.nsteps} {self.nlevels}',
             'fdb-write direct.grib',
             f"printf '%s\\n' '{request}' > retrieve.req",

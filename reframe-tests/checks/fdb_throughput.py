@@ -1,6 +1,6 @@
 """FDB archive throughput against the raw write bandwidth of the same file system.
 
-Seed 000 tuned FDB's writer (async write, buffer sizes, sync on flush) against Lustre and
+[OIFS-HECToR] tuned FDB's writer (async write, buffer sizes, sync on flush) against Lustre and
 found run-to-run and directory-to-directory variation larger than most settings' effect. So
 the figure here is relative: FDB's archive throughput (fdb-hammer, FDB's own benchmark)
 divided by the sequential write bandwidth fio measures in the same job, in the same
@@ -23,19 +23,15 @@ level whatever --nlevels says, so the template is on level 1 and nlevels is 1; a
 parameter ids 8 and up need other product templates, so nparams is at most 7. The
 template is an ensemble member (type pf, stream enfo) because fdb-hammer sets `number`.
 """
-import json
-import math
-import os
-import re
-import statistics
-
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 
-from iostack_rfm.fixtures import GribGenBuild
-from iostack_rfm.mixins import PartitionLaunch, RecordedReferences, io_dir
+from iostack import paths
+from iostack_rfm import fdb
+from iostack_rfm.base import IostackMixin, parsed
+from iostack_rfm.builds import GribGenBuild
 
 MiB = 1024 * 1024
 
@@ -47,74 +43,12 @@ WORKLOADS = {
     'large': {'nsteps': 18, 'nensembles': 4, 'nparams': 7},
 }
 GRID = (721, 1440)
-
-
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'iostack_rfm', 'templates',
-                      'fdb-throughput.sh')
-
-
-def _fio_write(path):
-    with open(path) as f:
-        return json.load(f)['jobs'][0]['write']
-
-
-def _raw_write_bandwidths(repeats):
-    """MiB/s of each repetition's fio write (fsync included)."""
-    return [_fio_write(f'fio-write-{i}.json')['bw_bytes'] / MiB for i in range(1, repeats + 1)]
-
-
-raw_write_bandwidths = sn.deferrable(_raw_write_bandwidths)
-
-
-@sn.deferrable
-def raw_write_bytes(repeats):
-    return {_fio_write(f'fio-write-{i}.json')['io_bytes'] for i in range(1, repeats + 1)}
-
-
-@sn.deferrable
-def median(values):
-    return statistics.median(values)
-
-
-@sn.deferrable
-def distinct(values):
-    return set(values)
-
-
-def _hammer_write_bandwidths(repeats):
-    """MiB/s of each repetition's archive+flush (fdb-hammer's GRIB encoding excluded)."""
-    return [b / t / MiB for b, t in zip(_hammer_stats(repeats, 'Bytes written'),
-                                        _hammer_stats(repeats, 'Writing duration'),
-                                        strict=True)]
-
-
-hammer_write_bandwidths = sn.deferrable(_hammer_write_bandwidths)
-
-
-@sn.deferrable
-def paired_ratios(repeats):
-    """FDB over raw for each repetition: each FDB run against the fio run just before it,
-    so both saw the same background load."""
-    return [f / r for f, r in zip(_hammer_write_bandwidths(repeats),
-                                  _raw_write_bandwidths(repeats), strict=True)]
-
-
-def _hammer_stats(repeats, name):
-    """A `Name: value` statistic of each repetition's fdb-hammer write."""
-    values = []
-    for i in range(1, repeats + 1):
-        with open(f'hammer-write-{i}.out') as f:
-            m = re.search(rf'^{name}:\s*(\S+)', f.read(), re.MULTILINE)
-        values.append(float(m.group(1)) if m else math.nan)
-    return values
-
-
-hammer_stats = sn.deferrable(_hammer_stats)
+SCRIPT = paths.REFRAME_DIR / 'iostack_rfm' / 'templates' / 'fdb-throughput.sh'
 
 
 @rfm.simple_test
-class FdbThroughputCheck(RecordedReferences, PartitionLaunch, rfm.RunOnlyRegressionTest):
-    descr = 'FDB archive throughput / raw write bandwidth of the same file system (seed 000)'
+class FdbThroughputCheck(IostackMixin, rfm.RunOnlyRegressionTest):
+    descr = 'FDB archive throughput / raw write bandwidth of the same file system ([OIFS-HECToR])'
     size = parameter(['small', 'large'])
     async_write = parameter([False, True])
     data_sync_on_flush = parameter([True, False])
@@ -127,7 +61,6 @@ class FdbThroughputCheck(RecordedReferences, PartitionLaunch, rfm.RunOnlyRegress
     valid_prog_environs = ['+fdb']
     executable = 'fdb-hammer'
     num_tasks = 1
-    maintainers = ['iostack']
 
     @run_after('init')
     def choose_partitions_and_tags(self):
@@ -154,15 +87,14 @@ class FdbThroughputCheck(RecordedReferences, PartitionLaunch, rfm.RunOnlyRegress
 
     @run_before('run')
     def set_job(self):
-        io = io_dir(self)
-        gribgen = os.path.join(self.gribgen.stagedir, self.gribgen.executable)
+        io = self.io_dir()
+        gribgen = self.gribgen.program_path
         buffer_bytes = self.buffer_mib * MiB
         self.env_vars.update({
             'FDB5_CONFIG_FILE': '$PWD/fdb-config.yaml',
             'FDB_HOME': '$PWD/fdb-home',
             'FDB_ASYNC_WRITE': int(self.async_write),
             'FDB_DATA_SYNC_ON_FLUSH': int(self.data_sync_on_flush),
-            'PYTHONPATH': os.path.dirname(os.path.dirname(__file__)) + ':$PYTHONPATH',
         })
         resources = (f'fdbBufferSize: {buffer_bytes}\\n'
                      f'fdbSizeAsyncBuffer: {buffer_bytes}\\n'
@@ -177,7 +109,7 @@ class FdbThroughputCheck(RecordedReferences, PartitionLaunch, rfm.RunOnlyRegress
             ' first.grib template.grib',
         ]
         self.executable = 'bash'
-        self.executable_opts = [SCRIPT, io, str(self.repeats), str(self.expected_fields),
+        self.executable_opts = [str(SCRIPT), io, str(self.repeats), str(self.expected_fields),
                                 'template.grib', *self._hammer_args()]
         if io != self.stagedir:
             self.postrun_cmds = [f'rmdir {io} 2>/dev/null || true']
@@ -185,34 +117,44 @@ class FdbThroughputCheck(RecordedReferences, PartitionLaunch, rfm.RunOnlyRegress
     def _stat(self, name, path, conv=float):
         return sn.extractsingle(rf'^{name}:\s*(\S+)', path, 1, conv)
 
+    @property
+    def hammer_outputs(self):
+        return [f'hammer-write-{i}.out' for i in range(1, self.repeats + 1)]
+
+    @property
+    def fio_outputs(self):
+        return [f'fio-write-{i}.json' for i in range(1, self.repeats + 1)]
+
     @sanity_function
     def validate(self):
         n, r = self.expected_fields, self.repeats
-        written = hammer_stats(r, 'Bytes written')
+        written = parsed(fdb.hammer_stats, self.hammer_outputs, name='Bytes written')
         return sn.all([
             sn.assert_eq(sn.count(sn.findall(r'fio rc=0', self.stdout)), r),
             sn.assert_eq(sn.count(sn.findall(r'fdb-hammer write rc=0', self.stdout)), r),
             sn.assert_found(r'fdb-hammer read rc=0', self.stdout),
-            sn.assert_eq(hammer_stats(r, 'Fields written'), [n] * r),
+            sn.assert_eq(parsed(fdb.hammer_stats, self.hammer_outputs, name='Fields written'),
+                         [n] * r),
             # every archived field is listed, and read back in full
             sn.assert_eq(sn.extractsingle(r'fields listed=(\d+)', self.stdout, 1, int), n),
             sn.assert_eq(self._stat('Fields read', 'hammer-read.out', int), n),
             sn.assert_eq(self._stat('Bytes read', 'hammer-read.out', float), sn.max(written)),
             # fio wrote as many bytes as FDB archived
-            sn.assert_eq(raw_write_bytes(r), distinct(written)),
+            sn.assert_eq(parsed(fdb.written_bytes_problems, self.hammer_outputs,
+                                self.fio_outputs), [], msg='{0}'),
         ])
 
     @performance_function('MiB/s')
     def fdb_write_bw(self):
-        return median(hammer_write_bandwidths(self.repeats))
+        return parsed(fdb.median_fdb_write_bw, self.hammer_outputs)
 
     @performance_function('MiB/s')
     def raw_write_bw(self):
-        return median(raw_write_bandwidths(self.repeats))
+        return parsed(fdb.median_raw_write_bw, self.fio_outputs)
 
     @performance_function('ratio')
     def fdb_write_ratio(self):
-        return median(paired_ratios(self.repeats))
+        return parsed(fdb.median_write_ratio, self.hammer_outputs, self.fio_outputs)
 
     @performance_function('MiB/s')
     def fdb_read_bw(self):

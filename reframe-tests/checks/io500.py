@@ -1,16 +1,16 @@
-"""IO500 (seed 004): IOR easy/hard write and read, mdtest easy/hard create, stat, read and
+"""IO500 ([IO500-OFP]): IOR easy/hard write and read, mdtest easy/hard create, stat, read and
 delete, and find, on the partition's I/O file system, scored
 sqrt(geomean(4 bandwidths, GiB/s) x geomean(8 metadata rates, kIOPS)).
 
-The ini comes from the parameters (iostack_rfm.apps.io500): data directory from the
+The ini comes from the parameters (iostack_rfm.io500): data directory from the
 partition's io_dir (the stage directory where that is node-local NVMe, since io500 reads
 back files other nodes wrote), the stonewall time and sizes that let each phase last that
 long. Sanity: every one of the 12 scored phases printed its [RESULT], the score io500 prints
-is recomputed from them (within the printed rounding, parsers/io500.py), and a run with the
+is recomputed from them (within the printed rounding, iostack_rfm/io500.py), and a run with the
 rules' 300-s stonewall must come out valid. Performance: the score, its two geometric means
 and every phase.
 
-Seed 004's Oakforest-PACS scores (Lustre, Table 3; IME burst buffer, Table 4) are in
+[IO500-OFP]'s Oakforest-PACS scores (Lustre, Table 3; IME burst buffer, Table 4) are in
 references/io500.yaml under documented pseudo-systems, with the seed's marks of runs that
 did not last 5 minutes; they gate nothing here.
 
@@ -21,49 +21,18 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function
 
-from iostack_rfm.apps import io500
-from iostack_rfm.apps.base import AppCheck, WholeNodes, shared_io_dir
-from iostack_rfm.parsers import io500 as result
-
-PHASES = io500.PHASES
-
-
-@sn.deferrable
-def parsed(path):
-    with open(path) as f:
-        return result.parse(f.read())
-
-
-@sn.deferrable
-def score_problems(path):
-    with open(path) as f:
-        return io500.score_problems(f.read())
-
-
-@sn.deferrable
-def invalid_phases(path):
-    with open(path) as f:
-        return io500.invalid_parts(f.read())
-
-
-@sn.deferrable
-def phase_value(path, name):
-    return parsed(path).evaluate().phases[name].value.value
-
-
-@sn.deferrable
-def score_value(path, which):
-    score = parsed(path).evaluate().score
-    return getattr(score, which).value
+from iostack_rfm import io500
+from iostack_rfm.base import AppCheck, parsed
 
 
 @rfm.simple_test
-class IO500Check(WholeNodes, AppCheck):
-    descr = 'IO500: 12 phases, score recomputed and cross-checked (seed 004)'
+class IO500Check(AppCheck):
+    descr = 'IO500: 12 phases, score recomputed and cross-checked ([IO500-OFP])'
     # cluster partitions: a CI-sized node can neither install nor load it meaningfully
     valid_systems = ['+mpi -small-io']
     app_features = ['io500']
     nodes = parameter([1, 4])
+    one_rank_per_core = True
     #: seconds; 300 is the rules' (a listable run), 30 a nightly health check
     stonewall = parameter([30, io500.RULES_STONEWALL_SECONDS])
     time_limit = '2h'
@@ -73,18 +42,16 @@ class IO500Check(WholeNodes, AppCheck):
         self.tags = {'io500', 'io', 'performance', 'weekly'}
         if self.stonewall < io500.RULES_STONEWALL_SECONDS and self.nodes == 1:
             self.tags.add('nightly')
+        scores = {'score': ('total', 'score'), 'bandwidth': ('bandwidth', io500.BANDWIDTH),
+                  'metadata': ('metadata', io500.METADATA)}
         self.perf_variables = {
-            'score': sn.make_performance_function(score_value(self.stdout_file, 'total'),
-                                                  'score'),
-            'bandwidth': sn.make_performance_function(
-                score_value(self.stdout_file, 'bandwidth'), result.BANDWIDTH),
-            'metadata': sn.make_performance_function(
-                score_value(self.stdout_file, 'metadata'), result.METADATA),
-        }
-        for phase in PHASES:
-            unit = result.BANDWIDTH if phase in result.STANDARD_BANDWIDTH_PHASES else result.METADATA
+            name: sn.make_performance_function(
+                parsed(io500.score_value, self.stdout_file, which=which), unit)
+            for name, (which, unit) in scores.items()}
+        for phase in io500.PHASES:
+            unit = io500.BANDWIDTH if phase in io500.STANDARD_BANDWIDTH_PHASES else io500.METADATA
             self.perf_variables[phase.replace('-', '_')] = sn.make_performance_function(
-                phase_value(self.stdout_file, phase), unit)
+                parsed(io500.phase_value, self.stdout_file, name=phase), unit)
 
     @property
     def stdout_file(self):
@@ -92,7 +59,7 @@ class IO500Check(WholeNodes, AppCheck):
 
     @run_before('run')
     def set_job(self):
-        data = f'{shared_io_dir(self)}/io500-data'
+        data = f'{self.shared_io_dir()}/io500-data'
         config = io500.IO500Config(datadir=data, stonewall_seconds=self.stonewall)
         self.prerun_cmds = [
             f"cat > io500.ini <<'INI'\n{config.render()}\nINI",
@@ -107,9 +74,10 @@ class IO500Check(WholeNodes, AppCheck):
     def validate(self):
         checks = [
             self.steps_ok(['prepare', 'io500', 'cleanup']),
-            sn.assert_eq(score_problems(self.stdout_file), [], msg='io500 score: {0}'),
+            sn.assert_eq(parsed(io500.score_problems, self.stdout_file), [],
+                         msg='io500 score: {0}'),
         ]
         if self.stonewall >= io500.RULES_STONEWALL_SECONDS:
-            checks.append(sn.assert_eq(invalid_phases(self.stdout_file), [],
+            checks.append(sn.assert_eq(parsed(io500.invalid_parts, self.stdout_file), [],
                                        msg='invalid under the rules: {0}'))
         return sn.all(checks)

@@ -1,4 +1,4 @@
-"""Parallel NetCDF output of the INM RAS earth-system model (seed 002): the four ways the seed
+"""Parallel NetCDF output of the INM RAS earth-system model ([INMCM-NetCDF]): the four ways the seed
 compares (serial direct-access files from rank 0, separate NetCDF file per field, combined
 file per output type, batching several records in memory before writing), run one after
 the other in one job by src/netcdf-output-bench, built here with CMake.
@@ -18,9 +18,9 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 
-from iostack_rfm.apps import netcdf as workload
-from iostack_rfm.apps.base import AppCheck, shared_io_dir
-from iostack_rfm.apps.build import NetcdfOutputBenchBuild
+from iostack_rfm import netcdf as workload
+from iostack_rfm.base import AppCheck
+from iostack_rfm.builds import NetcdfOutputBenchBuild
 
 SIZES = {
     # CI-sized nodes: one INMCM6P day on 2 ranks, seconds per mode
@@ -41,7 +41,7 @@ def _verify_field(mode, key, conv=str):
 
 @rfm.simple_test
 class NetcdfOutputCheck(AppCheck):
-    descr = 'NetCDF output: serial/separate/combined/batching, verified (seed 002)'
+    descr = 'NetCDF output: serial/separate/combined/batching, verified ([INMCM-NetCDF])'
     valid_systems = ['+mpi']
     app_features = ['netcdf']
     library = parameter(['netcdf', 'pnetcdf'])
@@ -73,7 +73,7 @@ class NetcdfOutputCheck(AppCheck):
 
     @run_before('run')
     def set_job(self):
-        out = f'{shared_io_dir(self)}/netcdf-output'
+        out = f'{self.shared_io_dir()}/netcdf-output'
         bench = self.bench.program_path
         self.prerun_cmds = [f'mkdir -p {out}']
         for mode in workload.MODES:
@@ -113,28 +113,18 @@ class NetcdfOutputCheck(AppCheck):
                 sn.assert_eq(_verify_field(mode, 'checksum'), _summary_field(mode, 'checksum')),
             ]
         checksums = [_summary_field(mode, 'checksum') for mode in workload.MODES]
-        checks.append(sn.assert_eq(sn.len(_distinct(checksums)), 1,
+        checks.append(sn.assert_eq(sn.count_uniq(sn.map(sn.evaluate, checksums)), 1,
                                    msg='modes wrote different data: {0} checksums'))
         return sn.all(checks)
 
+    @run_after('init')
+    def set_perf_variables(self):
+        for mode in workload.MODES:
+            self.perf_variables[f'seconds_{mode}'] = sn.make_performance_function(
+                self._seconds(mode), 's')
+
     def _seconds(self, mode):
         return _summary_field(mode, 'seconds', float)
-
-    @performance_function('s')
-    def seconds_serial(self):
-        return self._seconds('serial')
-
-    @performance_function('s')
-    def seconds_separate(self):
-        return self._seconds('separate')
-
-    @performance_function('s')
-    def seconds_combined(self):
-        return self._seconds('combined')
-
-    @performance_function('s')
-    def seconds_batching(self):
-        return self._seconds('batching')
 
     @performance_function('B')
     def bytes_written(self):
@@ -143,8 +133,3 @@ class NetcdfOutputCheck(AppCheck):
     @performance_function('x')
     def speedup_batching_serial(self):
         return self._seconds('serial') / self._seconds('batching')
-
-
-@sn.deferrable
-def _distinct(values):
-    return {sn.evaluate(v) for v in values}

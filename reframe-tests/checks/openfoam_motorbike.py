@@ -1,4 +1,4 @@
-"""OpenFOAM HPC Benchmark Suite, HPC_Motorbike Small, as seed 003 ran it on BM.Optimized3.36:
+"""OpenFOAM HPC Benchmark Suite, HPC_Motorbike Small, as [OCI-OpenFOAM] ran it on BM.Optimized3.36:
 decomposePar, potentialFoam and simpleFoam (500 iterations), each step timed.
 
 Three checks, one per experiment of the seed, sharing one meshed case (fixture
@@ -8,8 +8,8 @@ HpcMotorbikeSmallMesh, the suite's own meshing steps):
   (the partitions' features `nps1`/`nps2`; the partition binds as the seed did);
 - HpcMotorbikeInterNodeCheck: 1, 2, 4 and 8 nodes at 32 and 36 ranks per node, NPS2;
 - HpcMotorbikeStorageCheck: 8 nodes x 36 ranks writing every 10 iterations, with the case
-  on the shared file system (ReFrame's stage directory) or on node-local NVMe through seed
-  003's seven steps with `nvme-stage` (1 stage-in, 2 decomposePar on the head node,
+  on the shared file system (ReFrame's stage directory) or on node-local NVMe through
+  [OCI-OpenFOAM]'s seven steps with `nvme-stage` (1 stage-in, 2 decomposePar on the head node,
   3 fan-out, 4 potentialFoam, 5 simpleFoam, 6 collect each node's processor directories,
   7 stage-out without them). The first two use NVMe too, as the seed did.
 
@@ -19,7 +19,7 @@ writeInterval asks for (endTime / writeInterval, none at the default 1000); afte
 the shared case holds the logs but no processor directories.
 
 Performance: each step's wall time, their total (what the seed compared) and simpleFoam's
-ClockTime. Seed 003's findings (NVMe -26.2 % total, simpleFoam -40.4 %, decomposePar
+ClockTime. [OCI-OpenFOAM]'s findings (NVMe -26.2 % total, simpleFoam -40.4 %, decomposePar
 -34.2 %, 46 s of rsync; NPS2 1.8 % cheaper than NPS1; 36 ranks the best on one node) are
 documented expectations in references/openfoam_motorbike.yaml; absolute baselines are
 recorded per site.
@@ -32,39 +32,22 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 
-from iostack_rfm.apps.openfoam import (OpenFOAMCheck, clock_seconds, foam_set,
-                                       summary_command, summary_value)
-from iostack_rfm.mixins import io_dir
-from iostack_rfm.parsers import openfoam as foamlog
+from iostack_rfm import openfoam
+from iostack_rfm.base import AppCheck, parsed
+from iostack_rfm.openfoam import foam_set, in_case
 
 SEVEN_STEPS = ('stage-in', 'decompose', 'fan-out', 'potential', 'solve', 'collect',
                'stage-out')
 SHARED_STEPS = ('decompose', 'potential', 'solve')
 
 
-@sn.deferrable
-def log_has_end(path):
-    with open(path) as f:
-        return any(line.strip() == 'End' for line in f)
-
-
-@sn.deferrable
-def solver_iterations(path):
-    with open(path) as f:
-        return foamlog.parse(f.read()).iterations
-
-
-@sn.deferrable
-def written_times(end_time, write_interval):
-    return str(end_time // write_interval)
-
-
-class HpcMotorbikeSmallMesh(OpenFOAMCheck):
+class HpcMotorbikeSmallMesh(AppCheck):
     """The Small mesh (about 8.5 million cells, the suite's README), made with the suite's
     steps: blockMesh, decomposePar, snappyHexMesh in parallel, reconstructParMesh."""
 
     descr = 'HPC_Motorbike Small: fetch the suite and mesh the case'
     valid_systems = ['+mpi +nvme']
+    app_features = ['openfoam']
     suite_url = variable(str, value='https://develop.openfoam.com/committees/hpc.git')
     #: a copy of the suite (air-gapped sites); used instead of cloning when set
     suite_dir = variable(str, value='')
@@ -86,14 +69,15 @@ class HpcMotorbikeSmallMesh(OpenFOAMCheck):
                       '|| { mkdir -p case/constant/triSurface && cp '
                       '"$FOAM_TUTORIALS/resources/geometry/motorBike.obj.gz" '
                       'case/constant/triSurface/; }'),
-            self.serial_step('blockMesh', 'case', 'blockMesh'),
+            self.step('blockMesh', in_case('case', 'blockMesh')),
             self.step('decompose', ' && '.join([
                 foam_set('case/system/decomposeParDict', 'numberOfSubdomains', self.num_tasks),
                 '(cd case && decomposePar -force > log.decomposePar 2>&1)'])),
-            self.parallel_step('snappyHexMesh', 'case', 'snappyHexMesh', '-overwrite'),
-            self.serial_step('reconstructParMesh', 'case', 'reconstructParMesh', '-constant'),
+            self.step('snappyHexMesh', in_case('case', 'snappyHexMesh', '-overwrite',
+                                               mpi_command=self.mpi_command())),
+            self.step('reconstructParMesh', in_case('case', 'reconstructParMesh', '-constant')),
             self.step('clean', 'rm -rf case/processor*'),
-            self.serial_step('checkMesh', 'case', 'checkMesh', '-constant'),
+            self.step('checkMesh', in_case('case', 'checkMesh', '-constant')),
         ]
         self.executable = 'true'
 
@@ -112,10 +96,11 @@ class HpcMotorbikeSmallMesh(OpenFOAMCheck):
         return sn.extractsingle(r'^\s*cells:\s+(\d+)', 'case/log.checkMesh', 1, int)
 
 
-class HpcMotorbikeBase(OpenFOAMCheck):
+class HpcMotorbikeBase(AppCheck):
     """One HPC_Motorbike run; subclasses give `nodes`, `ranks_per_node`, `storage` ('nvme'
     or 'shared') and `write_interval` as parameters or variables."""
 
+    app_features = ['openfoam']
     mesh = fixture(HpcMotorbikeSmallMesh, scope='session')
     #: the case's own (the suite's controlDict)
     end_time = variable(int, value=500)
@@ -134,7 +119,7 @@ class HpcMotorbikeBase(OpenFOAMCheck):
     @run_before('run')
     def set_job(self):
         shared = f'{self.stagedir}/case'
-        local = io_dir(self) if self.storage == 'nvme' else shared
+        local = self.io_dir() if self.storage == 'nvme' else shared
         where = local if self.storage == 'nvme' else shared
         control = f'{shared}/system/controlDict'
         self.prerun_cmds = [
@@ -149,40 +134,41 @@ class HpcMotorbikeBase(OpenFOAMCheck):
         ]
         if self.storage == 'nvme':
             self.prerun_cmds.append(self.step('stage-in', f'nvme-stage stage-in {shared} {local}'))
-        self.prerun_cmds.append(self.serial_step('decompose', where, 'decomposePar', '-force'))
+        self.prerun_cmds.append(self.step('decompose', in_case(where, 'decomposePar', '-force')))
         if self.storage == 'nvme':
             self.prerun_cmds.append(self.step('fan-out', f'nvme-stage fan-out {local}'))
         self.prerun_cmds += [
-            self.parallel_step('potential', where, 'potentialFoam', '-writephi'),
-            self.parallel_step('solve', where, 'simpleFoam'),
+            self.step('potential', in_case(where, 'potentialFoam', '-writephi',
+                                           mpi_command=self.mpi_command())),
+            self.step('solve', in_case(where, 'simpleFoam', mpi_command=self.mpi_command())),
         ]
         if self.storage == 'nvme':
             self.prerun_cmds += [
                 self.step('collect', f'nvme-stage collect {local}'),
                 self.step('stage-out', f'nvme-stage stage-out {local} {shared}'),
-                summary_command(local, 'result'),
+                openfoam.summary_command(local, 'result'),
                 # node-local copies go; each node removes its own
                 self.step('cleanup', f'srun -N {self.nodes} -n {self.nodes} '
                           f'--ntasks-per-node=1 rm -rf {local}'),
             ]
         else:
-            self.prerun_cmds.append(summary_command(shared, 'result'))
-        self.executable = summary_command(shared, 'shared')
+            self.prerun_cmds.append(openfoam.summary_command(shared, 'result'))
+        self.executable = openfoam.summary_command(shared, 'shared')
 
     def _summary(self, label, key):
-        return summary_value(self.stdout, label, key)
+        return parsed(openfoam.summary_value, self.stdout, label=label, key=key)
 
     @sanity_function
     def validate(self):
         steps = ['prepare', *self.flow_steps] + (['cleanup'] if self.storage == 'nvme' else [])
         checks = [
             self.steps_ok(steps),
-            sn.assert_true(log_has_end('case/log.potentialFoam')),
-            sn.assert_true(log_has_end('case/log.simpleFoam')),
-            sn.assert_eq(solver_iterations('case/log.simpleFoam'), self.end_time),
+            sn.assert_true(parsed(openfoam.finished, 'case/log.potentialFoam')),
+            sn.assert_true(parsed(openfoam.finished, 'case/log.simpleFoam')),
+            sn.assert_eq(parsed(openfoam.iterations, 'case/log.simpleFoam'), self.end_time),
             sn.assert_eq(self._summary('result', 'processors'), str(self.num_tasks)),
             sn.assert_eq(self._summary('result', 'written'),
-                         written_times(self.end_time, self.write_interval)),
+                         str(self.end_time // self.write_interval)),
         ]
         if self.storage == 'nvme':
             # step 7 brings the logs back but no processor directories
@@ -202,12 +188,12 @@ class HpcMotorbikeBase(OpenFOAMCheck):
 
     @performance_function('s')
     def clock_time_simplefoam(self):
-        return clock_seconds('case/log.simpleFoam')
+        return parsed(openfoam.clock_seconds, 'case/log.simpleFoam')
 
 
 @rfm.simple_test
 class HpcMotorbikeIntraNodeCheck(HpcMotorbikeBase):
-    descr = 'HPC_Motorbike Small on one node: ranks 8/16/32/36, NPS1 and NPS2 (seed 003 §1)'
+    descr = 'HPC_Motorbike Small on one node: ranks 8/16/32/36, NPS1 and NPS2 ([OCI-OpenFOAM] §1)'
     valid_systems = ['+mpi +nvme +nps1', '+mpi +nvme +nps2']
     ranks_per_node = parameter([8, 16, 32, 36])
     nodes = variable(int, value=1)
@@ -217,7 +203,7 @@ class HpcMotorbikeIntraNodeCheck(HpcMotorbikeBase):
 
 @rfm.simple_test
 class HpcMotorbikeInterNodeCheck(HpcMotorbikeBase):
-    descr = 'HPC_Motorbike Small on 1/2/4/8 nodes at 32 and 36 ranks per node (seed 003 §2)'
+    descr = 'HPC_Motorbike Small on 1/2/4/8 nodes at 32 and 36 ranks per node ([OCI-OpenFOAM] §2)'
     valid_systems = ['+mpi +nvme +nps2']
     nodes = parameter([1, 2, 4, 8])
     ranks_per_node = parameter([32, 36])
@@ -227,7 +213,8 @@ class HpcMotorbikeInterNodeCheck(HpcMotorbikeBase):
 
 @rfm.simple_test
 class HpcMotorbikeStorageCheck(HpcMotorbikeBase):
-    descr = 'HPC_Motorbike Small, writing every 10 iterations: shared storage vs NVMe (seed 003 §3)'
+    descr = ('HPC_Motorbike Small, writing every 10 iterations: shared storage vs NVMe '
+             '([OCI-OpenFOAM] §3)')
     valid_systems = ['+mpi +nvme +nps2']
     storage = parameter(['shared', 'nvme'])
     nodes = variable(int, value=8)

@@ -4,7 +4,7 @@ convergence serially and on 2 ranks, each twice, in one job so the timings do no
 Correctness: every run meets the case's residual controls ("SIMPLE solution converged in N
 iterations", and the last initial residuals below the fvSolution limits); a rerun converges
 at the same iteration and writes bit-identical fields (one digest over every written file,
-iostack_rfm.apps.foamcase); the 2-rank run has one processor directory per rank, both at the
+iostack_rfm.openfoam); the 2-rank run has one processor directory per rank, both at the
 converged time, and reconstructs to the serial mesh's cell count.
 
 Performance: the solver's ClockTime (whole seconds, as OpenFOAM prints it) and the wall time
@@ -17,25 +17,23 @@ state, so the solver's I/O is the final fields.
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import performance_function, run_before, sanity_function, variable
+from reframe.core.builtins import (performance_function, run_after, run_before,
+                                   sanity_function, variable)
 
-from iostack_rfm.apps.openfoam import (OpenFOAMCheck, clock_seconds, converged_at,
-                                       decompose_par_dict, foam_remove, foam_set,
-                                       residuals_above, summary_command, summary_value)
+from iostack_rfm import openfoam
+from iostack_rfm.base import AppCheck, parsed
+from iostack_rfm.openfoam import decompose_par_dict, foam_remove, foam_set, in_case
 
 RUNS = ('serial', 'serial-rerun', 'parallel', 'parallel-rerun')
 
 
-@sn.deferrable
-def as_text(value):
-    return str(value)
-
-
 @rfm.simple_test
-class OpenFOAMPitzDailyCheck(OpenFOAMCheck):
-    descr = 'pitzDaily serial and 2-rank: converged, bit-identical reruns, ClockTime (seed 003)'
+class OpenFOAMPitzDailyCheck(AppCheck):
+    descr = ('pitzDaily serial and 2-rank: converged, bit-identical reruns, ClockTime '
+             '([OCI-OpenFOAM])')
     # a tutorial-sized case: CI-class nodes; clusters run HPC_Motorbike
     valid_systems = ['+mpi +small-io']
+    app_features = ['openfoam']
     num_tasks = 2
     tutorial = variable(str, value='incompressible/simpleFoam/pitzDaily')
     #: the tutorial's own limit; it converges in a few hundred iterations
@@ -56,24 +54,29 @@ class OpenFOAMPitzDailyCheck(OpenFOAMCheck):
                 foam_set(control, 'endTime', self.end_time),
                 # a write only at convergence (OpenFOAM writes the converged state)
                 foam_set(control, 'writeInterval', self.end_time)])),
-            self.serial_step('mesh', 'base', 'blockMesh'),
+            self.step('mesh', in_case('base', 'blockMesh')),
             self.step('copy', 'cp -r base serial && cp -r base serial-rerun && cp -r base parallel'),
             self.step('decompose', ' && '.join([
                 decompose_par_dict('parallel/system/decomposeParDict', self.num_tasks),
                 '(cd parallel && decomposePar > log.decomposePar 2>&1)',
                 'cp -r parallel parallel-rerun'])),
-            self.serial_step('solve-serial', 'serial', 'simpleFoam'),
-            self.serial_step('solve-serial-rerun', 'serial-rerun', 'simpleFoam'),
-            self.parallel_step('solve-parallel', 'parallel', 'simpleFoam'),
-            self.parallel_step('solve-parallel-rerun', 'parallel-rerun', 'simpleFoam'),
-            self.serial_step('reconstruct', 'parallel', 'reconstructPar', '-latestTime'),
+            self.step('solve-serial', in_case('serial', 'simpleFoam')),
+            self.step('solve-serial-rerun', in_case('serial-rerun', 'simpleFoam')),
+            self.step('solve-parallel', in_case('parallel', 'simpleFoam',
+                                                mpi_command=self.mpi_command())),
+            self.step('solve-parallel-rerun', in_case('parallel-rerun', 'simpleFoam',
+                                                      mpi_command=self.mpi_command())),
+            self.step('reconstruct', in_case('parallel', 'reconstructPar', '-latestTime')),
         ]
         self.executable = ' && '.join(
-            [summary_command(run, run) for run in RUNS]
-            + [summary_command('parallel', 'reconstructed', top=True)])
+            [openfoam.summary_command(run, run) for run in RUNS]
+            + [openfoam.summary_command('parallel', 'reconstructed', top=True)])
 
-    def _summary(self, label, key):
-        return summary_value(self.stdout, label, key)
+    def _summary(self, label, key, conv=str):
+        return parsed(openfoam.summary_value, self.stdout, label=label, key=key, conv=conv)
+
+    def _log(self, reader, run, **options):
+        return parsed(reader, f'{run}/log.simpleFoam', **options)
 
     @sanity_function
     def validate(self):
@@ -81,19 +84,20 @@ class OpenFOAMPitzDailyCheck(OpenFOAMCheck):
                                  'solve-serial-rerun', 'solve-parallel',
                                  'solve-parallel-rerun', 'reconstruct'])]
         for run in RUNS:
-            log = f'{run}/log.simpleFoam'
+            converged_at = self._log(openfoam.converged_at, run)
             checks += [
-                sn.assert_le(converged_at(log), self.end_time),
-                sn.assert_eq(residuals_above(log, self.residual_controls), [],
+                sn.assert_le(converged_at, self.end_time),
+                sn.assert_eq(self._log(openfoam.residuals_above, run,
+                                       limits=self.residual_controls), [],
                              msg=f'{run}: residuals above control: {{0}}'),
                 # the fields of the converged iteration, nothing else
-                sn.assert_eq(self._summary(run, 'times'), as_text(converged_at(log))),
+                sn.assert_eq(self._summary(run, 'times', conv=int), converged_at),
                 sn.assert_eq(self._summary(run, 'written'), '1'),
             ]
         for run in ('serial', 'parallel'):
             checks += [
-                sn.assert_eq(converged_at(f'{run}-rerun/log.simpleFoam'),
-                             converged_at(f'{run}/log.simpleFoam')),
+                sn.assert_eq(self._log(openfoam.converged_at, f'{run}-rerun'),
+                             self._log(openfoam.converged_at, run)),
                 sn.assert_eq(self._summary(f'{run}-rerun', 'files'), self._summary(run, 'files')),
                 sn.assert_eq(self._summary(f'{run}-rerun', 'sha256'), self._summary(run, 'sha256'),
                              msg=f'{run} rerun wrote different fields: {{0}} != {{1}}'),
@@ -109,30 +113,18 @@ class OpenFOAMPitzDailyCheck(OpenFOAMCheck):
         ]
         return sn.all(checks)
 
-    @performance_function('s')
-    def clock_time_serial(self):
-        return clock_seconds('serial/log.simpleFoam')
-
-    @performance_function('s')
-    def clock_time_2rank(self):
-        return clock_seconds('parallel/log.simpleFoam')
-
-    @performance_function('s')
-    def wall_serial(self):
-        return self.step_seconds('solve-serial')
-
-    @performance_function('s')
-    def wall_2rank(self):
-        return self.step_seconds('solve-parallel')
+    @run_after('init')
+    def set_perf_variables(self):
+        for label, run in (('serial', 'serial'), ('2rank', 'parallel')):
+            self.perf_variables.update({
+                f'clock_time_{label}': sn.make_performance_function(
+                    self._log(openfoam.clock_seconds, run), 's'),
+                f'wall_{label}': sn.make_performance_function(
+                    self.step_seconds(f'solve-{run}'), 's'),
+                f'iterations_{label}': sn.make_performance_function(
+                    self._log(openfoam.converged_at, run), 'iterations'),
+            })
 
     @performance_function('ratio')
     def time_ratio_2rank_serial(self):
         return self.step_seconds('solve-parallel') / self.step_seconds('solve-serial')
-
-    @performance_function('iterations')
-    def iterations_serial(self):
-        return converged_at('serial/log.simpleFoam')
-
-    @performance_function('iterations')
-    def iterations_2rank(self):
-        return converged_at('parallel/log.simpleFoam')

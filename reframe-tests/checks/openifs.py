@@ -1,14 +1,14 @@
-"""OpenIFS with FDB against OpenIFS without (seed 000, sections 3 to 5).
+"""OpenIFS with FDB against OpenIFS without ([OIFS-HECToR], sections 3 to 5).
 
 One job runs the same experiment twice on the same nodes: first writing GRIB files (namelist
 &NAMCT0 LFDBOP=false, the default: ICMGG<exp>+<step> and ICMSH<exp>+<step> per output step),
 then into FDB (LFDBOP=true). Every output file's fields are then retrieved from FDB and
 compared message by message (counts, bytes, sha256, grib_compare); FDB must hold exactly
-those fields and bytes (iostack_rfm.apps.openifs compare-fdb). The speed of each run is
-seed 000's metric, forecast days per wall-clock day (parsers/openifs.py: forecast length from
-NODE.001_01, wall time from ifs.stat).
+those fields and bytes (iostack_rfm.openifs compare-fdb). The speed of each run is
+[OIFS-HECToR]'s metric, forecast days per wall-clock day (iostack_rfm/openifs.py: forecast
+length from NODE.001_01, wall time from ifs.stat).
 
-Parameters, as seed 000 section 5 tuned them (on the FDB run and the GRIB run alike, so the
+Parameters, as [OIFS-HECToR] section 5 tuned them (on the FDB run and the GRIB run alike, so the
 pair stays comparable): the case (Table 2), the writer stride NWRTOUT (&NAMPAR1; 1 = every
 task writes, `node` = one writer per node, which the seed recommends), Lustre striping of
 the output directories (`lfs setstripe -c N -S size`, before the runs; a note and no
@@ -27,38 +27,18 @@ module sets OIFS_EXEC (the Spack recipe's setup_run_environment).
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import (parameter, run_after, run_before, sanity_function,
+                                   variable)
 
-from iostack_rfm.apps import openifs
-from iostack_rfm.apps.base import AppCheck
-from iostack_rfm.mixins import io_dir
-from iostack_rfm.parsers import openifs as ifslog
+from iostack_rfm import openifs
+from iostack_rfm.base import AppCheck, parsed
 
 RUNS = ('grib', 'fdb')
 
 
-@sn.deferrable
-def forecast_days_per_day(run):
-    with open(f'{run}.ifs.stat') as f:
-        stat = f.read()
-    with open(f'{run}.NODE.001_01') as f:
-        node = f.read()
-    return ifslog.summarize(stat, node).forecast_days_per_day
-
-
-@sn.deferrable
-def forecast_seconds(run):
-    with open(f'{run}.ifs.stat') as f:
-        stat = f.read()
-    with open(f'{run}.NODE.001_01') as f:
-        node = f.read()
-    return ifslog.summarize(stat, node).forecast_seconds
-
-
 @rfm.simple_test
 class OpenIFSOutputCheck(AppCheck):
-    descr = 'OpenIFS FDB output bit-identical to GRIB files; forecast days/day (seed 000)'
+    descr = 'OpenIFS FDB output bit-identical to GRIB files; forecast days/day ([OIFS-HECToR])'
     valid_systems = ['+mpi']
     app_features = ['openifs']
     case = parameter(list(openifs.CASES))
@@ -106,11 +86,11 @@ class OpenIFSOutputCheck(AppCheck):
             # initial files linked, the namelist copied: the runs edit it
             f'ln -sf "$EXPDIR"/* {out}/{run}/',
             f'rm -f {out}/{run}/fort.4 && cp "$EXPDIR/fort.4" {out}/{run}/fort.4',
-            'python3 -m iostack_rfm.apps.openifs namelist '
+            'python3 -m iostack_rfm.openifs namelist '
             f'{out}/{run}/fort.4 ' + ' '.join(f'--set {s}' for s in sets),
         ]
         if fdb:
-            lines.append(f'python3 -m iostack_rfm.fdbconfig --root {out}/fdb/fdb-root '
+            lines.append(f'python3 -m iostack.fdbconfig --root {out}/fdb/fdb-root '
                          f'--out {out}/fdb/fdb-config.yaml')
         return ' && '.join(lines)
 
@@ -125,7 +105,7 @@ class OpenIFSOutputCheck(AppCheck):
 
     @run_before('run')
     def set_job(self):
-        out = io_dir(self)
+        out = self.io_dir()
         model = self.model_command.format(expid='$EXPID')
         self.env_vars['OMP_NUM_THREADS'] = str(self.num_cpus_per_task)
         self.prerun_cmds = [
@@ -149,7 +129,7 @@ class OpenIFSOutputCheck(AppCheck):
             ]
         self.prerun_cmds.append(self.step(
             'compare', f'FDB5_CONFIG_FILE={out}/fdb/fdb-config.yaml python3 -m '
-            f'iostack_rfm.apps.openifs compare-fdb {out}/grib --fdb-root {out}/fdb/fdb-root '
+            f'iostack_rfm.openifs compare-fdb {out}/grib --fdb-root {out}/fdb/fdb-root '
             '> compare.out'))
         self.executable = 'rm'
         self.executable_opts = ['-rf', f'{out}/grib', f'{out}/fdb']
@@ -171,17 +151,17 @@ class OpenIFSOutputCheck(AppCheck):
             # a grid-point and a spectral file per output step
             sn.assert_eq(self._compared('files'), 2 * self._compared('steps')),
             # both runs forecast as far
-            sn.assert_eq(forecast_seconds('fdb'), forecast_seconds('grib')),
+            sn.assert_eq(self._logs(openifs.forecast_seconds_of_run, 'fdb'),
+                         self._logs(openifs.forecast_seconds_of_run, 'grib')),
         ])
 
-    @performance_function('days/day')
-    def forecast_days_per_day_grib(self):
-        return forecast_days_per_day('grib')
+    def _logs(self, reader, run):
+        return parsed(reader, f'{run}.ifs.stat', f'{run}.NODE.001_01')
 
-    @performance_function('days/day')
-    def forecast_days_per_day_fdb(self):
-        return forecast_days_per_day('fdb')
-
-    @performance_function('messages')
-    def messages_compared(self):
-        return self._compared('messages')
+    @run_after('init')
+    def set_perf_variables(self):
+        for run in RUNS:
+            self.perf_variables[f'forecast_days_per_day_{run}'] = sn.make_performance_function(
+                self._logs(openifs.forecast_days_per_day_of_run, run), 'days/day')
+        self.perf_variables['messages_compared'] = sn.make_performance_function(
+            self._compared('messages'), 'messages')

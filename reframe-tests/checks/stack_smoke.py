@@ -2,7 +2,7 @@
 
 One test case per root spec of the site's committed spack.lock (so the list follows the
 stack, never a hand-kept list): load the package's module (after its MPI's, as the Lmod
-hierarchy requires), run its main executable's version query (iostack_rfm.stack) and
+hierarchy requires), run its main executable's version query (iostack_rfm.smoke) and
 compare the version it reports with the lock's.
 
 Where the site's module tree is absent ($IOSTACK_ROOT/modulefiles/Core, made by
@@ -20,7 +20,9 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 from reframe.core.logging import getlogger
 
-from iostack_rfm import stack
+from iostack import stack
+from iostack_rfm import smoke
+from iostack_rfm.base import IostackMixin, parsed
 
 # The site of the system ReFrame runs on, read when the checks load (like
 # reframe.utility.find_modules does), so the parameters are the site's own packages.
@@ -29,11 +31,6 @@ ROOTS = {spec.key: spec for spec in stack.site_roots(SITE)}
 NO_LOCK = 'no-spack-lock'
 # Environment feature of the programming environment a compiler's builds are used in.
 COMPILER_FEATURES = {'cce': 'cce', 'cray': 'cce', 'gnu': 'gnu', 'gcc': 'gnu'}
-
-
-@sn.deferrable
-def _split(loaded):
-    return set(loaded.split(':')) if loaded else set()
 
 
 def module_tree():
@@ -45,14 +42,13 @@ def module_tree():
 
 
 @rfm.simple_test
-class StackSmokeCheck(rfm.RunOnlyRegressionTest):
+class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     descr = "a stack package's module loads and its program reports the locked version"
     package = parameter(sorted(ROOTS) or [NO_LOCK])
     valid_systems = ['*']
     valid_prog_environs = ['+stack']
     num_tasks = 1
     tags = {'smoke', 'stack', 'nightly'}
-    maintainers = ['iostack']
     #: how the module part went: `loaded`, `external-module`, or why it was skipped
     module_check = variable(str, value='')
     #: version the site's spack.lock pins
@@ -82,11 +78,11 @@ class StackSmokeCheck(rfm.RunOnlyRegressionTest):
             return self._fail_early(
                 f'site {SITE} has no spack.lock ({stack.lock_path(SITE)}): '
                 f'run bin/iostack lock --update {SITE}')
-        query = spec.version_query()
+        query = smoke.version_query(spec)
         if query is None:
             return self._fail_early(
                 f'no version query known for {spec.name}: add one to '
-                'reframe-tests/iostack_rfm/stack.py VERSION_QUERIES')
+                'reframe-tests/iostack_rfm/smoke.py VERSION_QUERIES')
         tree = module_tree()
         self.prerun_cmds = []
         if tree is not None and tree.is_dir():
@@ -113,21 +109,20 @@ class StackSmokeCheck(rfm.RunOnlyRegressionTest):
                 f'run bin/iostack deploy --site {SITE}')
         if self.modules:
             # a job script goes on after a failed `module load`: list what did load
-            self.prerun_cmds.append('echo "iostack-smoke: LOADEDMODULES=$LOADEDMODULES"')
+            self.prerun_cmds.append(smoke.LOADED_MODULES_LINE)
         self.executable = query.command
 
     @sanity_function
     def validate(self):
         if self.setup_error:
             return sn.assert_false(self.setup_error, msg=self.setup_error)
-        query = ROOTS[self.package].version_query()
-        reported = sn.extractsingle(query.pattern, self.stdout, 1)
+        query = smoke.version_query(ROOTS[self.package])
+        reported = parsed(smoke.reported_version, self.stdout, query=query)
         checks = [sn.assert_eq(reported, self.expected_version,
                                msg=f'{self.package} reports version {{0}}, '
                                    f'spack.lock of {SITE} pins {{1}}')]
         if self.modules:
-            loaded = sn.extractsingle(r'iostack-smoke: LOADEDMODULES=(\S*)', self.stdout, 1)
+            loaded = parsed(smoke.loaded_modules, self.stdout)
             for module in self.modules:
-                checks.append(sn.assert_in(module, _split(loaded),
-                                           msg=f'module {module} did not load'))
+                checks.append(sn.assert_in(module, loaded, msg=f'module {module} did not load'))
         return sn.all(checks)

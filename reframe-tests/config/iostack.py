@@ -37,8 +37,14 @@ import os
 import pathlib
 import sys
 
-# The checks import iostack_rfm from beside this directory.
-_RFM_ROOT = pathlib.Path(__file__).resolve().parents[1]
+# The checks import iostack (lib/, the domain code bin/iostack shares) and iostack_rfm
+# (beside this directory).
+_LIB = pathlib.Path(__file__).resolve().parents[2] / 'lib'
+if str(_LIB) not in sys.path:
+    sys.path.insert(0, str(_LIB))
+from iostack import paths  # noqa: E402
+
+_RFM_ROOT = paths.REFRAME_DIR
 if str(_RFM_ROOT) not in sys.path:
     sys.path.insert(0, str(_RFM_ROOT))
 

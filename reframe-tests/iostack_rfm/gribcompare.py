@@ -1,6 +1,6 @@
 """Compare two GRIB files message by message: counts, bytes, checksums and grib_compare.
 
-Seed 000 validated FDB output by extracting fields with the GRIB tools and comparing them
+[OIFS-HECToR] validated FDB output by extracting fields with the GRIB tools and comparing them
 with the non-FDB GRIB files: they had to be bit-identical. FDB returns fields in request
 order, not in archive order, so messages are matched by their MARS keys, not by position.
 

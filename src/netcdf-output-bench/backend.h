@@ -11,12 +11,16 @@
 typedef struct {
     const char *name;
     /* Create every file of the run and define all metadata up front. */
-    void *(*create)(const nob_layout *l, const char *dir, int file_per_field, MPI_Comm comm);
+    void *(*create)(const void *lib, const nob_layout *l, const char *dir, int file_per_field,
+                    MPI_Comm comm);
     /* Write nrec consecutive records of one field from a local block. */
     void (*write)(void *h, int type, int field, int rec0, int nrec, const float *block);
     void (*close)(void *h);
-    void *(*open_read)(const nob_layout *l, const char *dir, int file_per_field, MPI_Comm comm);
+    void *(*open_read)(const void *lib, const nob_layout *l, const char *dir,
+                       int file_per_field, MPI_Comm comm);
     void (*read)(void *h, int type, int field, int rec0, int nrec, float *block);
+    /* what create and open_read get as `lib`: the NetCDF backends' library calls */
+    const void *lib;
 } nob_backend;
 
 extern const nob_backend nob_backend_posix;

@@ -79,15 +79,18 @@ static posix_files *posix_open(const nob_layout *l, const char *dir, MPI_Comm co
     return h;
 }
 
-static void *posix_create(const nob_layout *l, const char *dir, int file_per_field, MPI_Comm comm)
+static void *posix_create(const void *lib, const nob_layout *l, const char *dir,
+                          int file_per_field, MPI_Comm comm)
 {
+    (void)lib;
     (void)file_per_field;
     return posix_open(l, dir, comm, 1);
 }
 
-static void *posix_open_read(const nob_layout *l, const char *dir, int file_per_field,
-                             MPI_Comm comm)
+static void *posix_open_read(const void *lib, const nob_layout *l, const char *dir,
+                             int file_per_field, MPI_Comm comm)
 {
+    (void)lib;
     (void)file_per_field;
     return posix_open(l, dir, comm, 0);
 }
@@ -169,5 +172,5 @@ static void posix_close(void *vh)
 }
 
 const nob_backend nob_backend_posix = {
-    "posix", posix_create, posix_write, posix_close, posix_open_read, posix_read,
+    "posix", posix_create, posix_write, posix_close, posix_open_read, posix_read, NULL,
 };

@@ -1,4 +1,4 @@
-/* netcdf-output-bench: writes one INMCM6 atmosphere output workload (seed 002)
+/* netcdf-output-bench: writes one INMCM6 atmosphere output workload ([INMCM-NetCDF])
  * in one of four ways and reports bytes, time and a data checksum.
  *
  *   serial    gather each field to rank 0, one direct-access binary file per field
@@ -183,7 +183,7 @@ static void run_write(const options *o, const nob_layout *l, MPI_Comm comm)
 
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
-    void *files = o->backend->create(l, o->output_dir, file_per_field, comm);
+    void *files = o->backend->create(o->backend->lib, l, o->output_dir, file_per_field, comm);
     io += MPI_Wtime() - t0;
 
     for (int day = 0; day < o->days; day++)
@@ -238,7 +238,8 @@ static int run_verify(const options *o, const nob_layout *l, MPI_Comm comm)
     int file_per_field = o->mode == MODE_SERIAL || o->mode == MODE_SEPARATE;
     uint64_t checksum = 0, mismatches = 0, records = 0;
     int reported = 0;
-    void *files = o->backend->open_read(l, o->output_dir, file_per_field, comm);
+    void *files = o->backend->open_read(o->backend->lib, l, o->output_dir, file_per_field,
+                                        comm);
 
     for (int t = 0; t < NOB_NTYPES; t++) {
         const nob_output_type *ty = &nob_types[t];

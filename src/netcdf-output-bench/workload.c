@@ -7,7 +7,7 @@ static const nob_model models[] = {
     {"inmcm6m", 180, 288, 26, 73},
 };
 
-/* Field counts, periods and dimensionality of the atmosphere output (seed 002). */
+/* Field counts, periods and dimensionality of the atmosphere output ([INMCM-NetCDF]). */
 const nob_output_type nob_types[NOB_NTYPES] = {
     {"dxu", 71, 24, NOB_LEV_NONE, 0},
     {"dxyz", 7, 24, NOB_LEV_PRESSURE, 71},

@@ -1,4 +1,4 @@
-/* INMCM6 atmosphere output workload (seed 002): grids, output types, the
+/* INMCM6 atmosphere output workload ([INMCM-NetCDF]): grids, output types, the
  * latitude-block decomposition, the deterministic field values and the
  * order-independent data checksum shared by every writer and reader. */
 #ifndef NOB_WORKLOAD_H

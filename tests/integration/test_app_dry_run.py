@@ -104,7 +104,7 @@ def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_runs):
     assert all("no lfs here, stripe 8x16M not applied" in s for s in striped)
 
 
-def test_motorbike_storage_jobs_follow_seed_003(dry_runs):
+def test_motorbike_storage_jobs_follow_oci_openfoam(dry_runs):
     prefix, _ = dry_runs("oci-bm-optimized3")
     jobs = scripts(prefix, "HpcMotorbikeStorageCheck")
     assert len(jobs) == 2

@@ -2,7 +2,6 @@
 (`bin/iostack nightly`): OpenFOAM's pitzDaily (serial and 2 ranks, each twice) and the
 NetCDF output benchmark (built with CMake, 2 ranks, four modes, both libraries), on `local`
 (mpirun) and on `local-slurm` (a throwaway single-node Slurm cluster, srun with PMIx)."""
-import json
 import os
 import pathlib
 import shutil
@@ -10,11 +9,10 @@ import subprocess
 
 import pytest
 
-from iostack import paths, slurm
-from iostack_rfm import references
+from iostack import paths, references, results, slurm
+from iostack_rfm import netcdf
 
 CHECKS = ["OpenFOAMPitzDailyCheck", "NetcdfOutputCheck"]
-INMCM6P_DAY_BYTES = 79_488_000
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("simpleFoam", "blockMesh", "decomposePar", "mpirun",
@@ -40,22 +38,9 @@ def nightly(request, tmp_path_factory):
                         *select], capture_output=True, text=True, timeout=900,
                        env=dict(os.environ))
     print(p.stdout[-6000:], p.stderr[-3000:])
-    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
-                     key=os.path.getmtime)
+    reports = results.run_reports(root / "reframe")
     assert reports, "ReFrame wrote no report"
-    return system, p, json.loads(reports[-1].read_text())
-
-
-def last_attempts(report):
-    out = {}
-    for run in report["runs"]:
-        for tc in run["testcases"]:
-            out[tc["name"]] = tc
-    return out
-
-
-def perf(tc):
-    return {key.split(":")[-1]: v for key, v in (tc["perfvalues"] or {}).items()}
+    return system, p, results.read_report(reports[-1])
 
 
 def job_script(tc):
@@ -67,8 +52,8 @@ def job_script(tc):
 
 def test_every_case_passes(nightly):
     system, p, report = nightly
-    cases = last_attempts(report)
-    assert sorted(n.split()[0] for n in cases) == sorted(
+    cases = results.last_attempts(report)
+    assert sorted(results.check_of(tc) for tc in cases.values()) == sorted(
         ["NetcdfOutputBenchBuild", "NetcdfOutputCheck", "NetcdfOutputCheck",
          "OpenFOAMPitzDailyCheck"])
     assert {n: tc["result"] for n, tc in cases.items()} == {n: "pass" for n in cases}
@@ -78,8 +63,9 @@ def test_every_case_passes(nightly):
 
 def test_pitzdaily_converged_identically_and_reports_its_times(nightly, capsys):
     system, _, report = nightly
-    (tc,) = [tc for n, tc in last_attempts(report).items() if n.startswith("OpenFOAMPitzDaily")]
-    values = perf(tc)
+    (tc,) = [tc for tc in results.last_attempts(report).values()
+             if results.check_of(tc) == "OpenFOAMPitzDailyCheck"]
+    values = results.perf_values(tc)
     assert set(values) == {"clock_time_serial", "clock_time_2rank", "wall_serial", "wall_2rank",
                            "time_ratio_2rank_serial", "iterations_serial", "iterations_2rank"}
     # the gated values had a recorded baseline to meet
@@ -103,12 +89,13 @@ def test_pitzdaily_converged_identically_and_reports_its_times(nightly, capsys):
 
 def test_netcdf_bench_wrote_the_workload_in_every_mode(nightly, capsys):
     system, _, report = nightly
-    cases = {n: tc for n, tc in last_attempts(report).items() if n.startswith("NetcdfOutputCheck")}
+    cases = {tc["name"]: tc for tc in results.last_attempts(report).values()
+             if results.check_of(tc) == "NetcdfOutputCheck"}
     assert sorted(cases) == ["NetcdfOutputCheck %library=netcdf %size=small",
                              "NetcdfOutputCheck %library=pnetcdf %size=small"]
     for name, tc in cases.items():
-        values = perf(tc)
-        assert values["bytes_written"][0] == INMCM6P_DAY_BYTES
+        values = results.perf_values(tc)
+        assert values["bytes_written"][0] == netcdf.expected_bytes("inmcm6p", 1)
         for mode in ("serial", "separate", "combined", "batching"):
             assert values[f"seconds_{mode}"][0] > 0
         assert values["speedup_batching_serial"][0] == pytest.approx(

@@ -2,7 +2,7 @@
 by gribgen (ecCodes) are laid out as an OpenIFS GRIB run writes them (ICMGG<exp>+<step>
 grid-point and ICMSH<exp>+<step> spectral files per output step), archived into a real
 FDB as the FDB run would, and compared by the job-side tool the check runs,
-`python3 -m iostack_rfm.apps.openifs compare-fdb`. Negative controls: a flipped bit, a
+`python3 -m iostack_rfm.openifs compare-fdb`. Negative controls: a flipped bit, a
 step FDB never got, a field FDB holds that no file has."""
 import os
 import re
@@ -11,15 +11,15 @@ import subprocess
 
 import pytest
 
-from iostack_rfm.apps import openifs
-from iostack_rfm.fixtures import SRC
+from iostack import paths
+from iostack_rfm import openifs
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("fdb-write", "fdb-read", "fdb-list", "grib_copy",
                                       "grib_compare", "gcc")),
     reason="needs FDB and ecCodes tools and gcc")
 
-RFM = str(SRC.parent)
+JOB_PYTHONPATH = paths.job_pythonpath()
 STEPS = (0, 6, 12)
 NLEVELS = 2
 # gribgen: 4 pressure-level parameters on NLEVELS levels and 2 surface ones, per step
@@ -29,13 +29,13 @@ SH_PER_STEP, GG_PER_STEP = 4 * NLEVELS, 2
 @pytest.fixture(scope="module")
 def gribgen(tmp_path_factory):
     out = tmp_path_factory.mktemp("gribgen") / "gribgen"
-    subprocess.run(["gcc", "-O2", "-o", str(out), str(SRC / "gribgen" / "gribgen.c"),
+    subprocess.run(["gcc", "-O2", "-o", str(out), str(paths.RFM_SRC / "gribgen" / "gribgen.c"),
                     "-leccodes", "-lm"], check=True)
     return out
 
 
 def tool(*args, env):
-    return subprocess.run(["python3", "-m", "iostack_rfm.apps.openifs", *args],
+    return subprocess.run(["python3", "-m", "iostack_rfm.openifs", *args],
                           capture_output=True, text=True, env=env)
 
 
@@ -51,9 +51,9 @@ def runs(gribgen, tmp_path):
             subprocess.run(["grib_copy", "-w", f"step={step},levtype={levtype}",
                             str(tmp_path / "all.grib"), str(grib / f"ICM{kind}test+{step:06d}")],
                            check=True)
-    env = {**os.environ, "PYTHONPATH": RFM,
+    env = {**os.environ, "PYTHONPATH": JOB_PYTHONPATH,
            "FDB5_CONFIG_FILE": str(tmp_path / "fdb-config.yaml")}
-    subprocess.run(["python3", "-m", "iostack_rfm.fdbconfig", "--root", str(tmp_path / "fdb-root"),
+    subprocess.run(["python3", "-m", "iostack.fdbconfig", "--root", str(tmp_path / "fdb-root"),
                     "--out", env["FDB5_CONFIG_FILE"]], check=True, env=env, capture_output=True)
     return grib, tmp_path / "fdb-root", env
 
@@ -131,7 +131,7 @@ def test_a_field_only_fdb_holds_is_refused(runs, gribgen, tmp_path):
 def test_namelist_tool_edits_in_place(tmp_path):
     fort4 = tmp_path / "fort.4"
     fort4.write_text(" &NAMCT0\n   LFDBOP=false,\n /\n &NAMPAR0\n   NPROC=4,\n /\n")
-    env = {**os.environ, "PYTHONPATH": RFM}
+    env = {**os.environ, "PYTHONPATH": JOB_PYTHONPATH}
     p = tool("namelist", str(fort4), "--set", "NAMCT0:LFDBOP=true", "--set", "NAMPAR0:NPROC=16",
              "--set", "NAMPAR1:NWRTOUT=16", env=env)
     assert p.returncode == 0, p.stderr

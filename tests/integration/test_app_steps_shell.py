@@ -1,7 +1,7 @@
-"""The step lines iostack_rfm.apps.steps writes, run by bash as a job script runs them."""
+"""The step lines iostack_rfm.steps writes, run by bash as a job script runs them."""
 import subprocess
 
-from iostack_rfm.apps import steps
+from iostack_rfm import steps
 
 
 def run_script(lines):

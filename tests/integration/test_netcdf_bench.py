@@ -18,7 +18,7 @@ import pytest
 
 SOURCE = pathlib.Path(__file__).resolve().parents[2] / "src" / "netcdf-output-bench"
 
-# (name, fields, records per day, levels on INMCM6P, levels on INMCM6M) from seed 002
+# (name, fields, records per day, levels on INMCM6P, levels on INMCM6M) from [INMCM-NetCDF]
 OUTPUT_TYPES = [
     ("dxu", 71, 1, 1, 1),
     ("dxyz", 7, 1, 17, 26),

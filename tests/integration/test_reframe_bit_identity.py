@@ -1,13 +1,12 @@
 """ReFrame runs the FDB bit-identity check on this node, for real (fdb-write, fdb-read,
 grib_compare), through the same entry point as the nightly: `bin/iostack nightly`."""
-import json
 import os
 import shutil
 import subprocess
 
 import pytest
 
-from iostack import paths
+from iostack import paths, results
 
 pytestmark = pytest.mark.skipif(not shutil.which("fdb-write"), reason="FDB tools (fdb5) not installed")
 
@@ -21,13 +20,13 @@ def report(tmp_path_factory):
         capture_output=True, text=True, env=dict(os.environ), timeout=600)
     print(p.stdout[-4000:], p.stderr[-2000:])
     assert "+ " in p.stdout and "reframe" in p.stdout  # the command is shown
-    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"))
+    reports = results.run_reports(root / "reframe")
     assert reports, "ReFrame wrote no report"
-    return p.returncode, json.loads(reports[-1].read_text())
+    return p.returncode, results.read_report(reports[-1])
 
 
 def _cases(data):
-    return {tc["name"]: tc for run in data["runs"] for tc in run["testcases"]}
+    return {tc["name"]: tc for tc in results.last_attempts(data).values()}
 
 
 def test_all_scenarios_pass(report):
@@ -40,11 +39,6 @@ def test_all_scenarios_pass(report):
     assert rc == 0
 
 
-def _perf(case):
-    return {v["name"]: v["value"] for v in case["perfvalues"].values()} if isinstance(
-        case["perfvalues"], dict) else {}
-
-
 def test_per_message_counts_are_in_the_report(report):
     _, data = report
     cases = _cases(data)
@@ -54,10 +48,7 @@ def test_per_message_counts_are_in_the_report(report):
     empty = cases["FdbBitIdentityCheck %scenario=empty-retrieve"]
 
     def value(case, var):
-        for key, v in case["perfvalues"].items():
-            if key.endswith(f":{var}"):
-                return v[0]
-        raise KeyError(var)
+        return results.perf_values(case)[var].value
 
     assert value(archive, "messages_identical_by_request") == expected
     assert value(archive, "messages_identical_by_extract") == expected

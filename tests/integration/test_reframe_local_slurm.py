@@ -1,15 +1,13 @@
 """The nightly on `local-slurm`: the same checks through a single-node Slurm cluster that
 the tests start on this node (munged, slurmctld, slurmd) and stop afterwards. Like the
 `local` test, limited to FDB bit-identity, FDB throughput and the stack smoke check."""
-import json
 import os
 import shutil
 import subprocess
 
 import pytest
 
-from iostack import paths, slurm
-from iostack_rfm import references, stack
+from iostack import paths, references, results, slurm, stack
 
 pytestmark = pytest.mark.skipif(not shutil.which("fdb-hammer"), reason="FDB tools not installed")
 
@@ -35,18 +33,9 @@ def nightly(local_slurm, tmp_path_factory):
          "FdbThroughputCheck", "-n", "StackSmokeCheck"],
         capture_output=True, text=True, timeout=1200, env={**os.environ, **local_slurm.env()})
     print(p.stdout[-6000:], p.stderr[-3000:])
-    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
-                     key=os.path.getmtime)
+    reports = results.run_reports(root / "reframe")
     assert reports, "ReFrame wrote no report"
-    return p, json.loads(reports[-1].read_text())
-
-
-def last_attempts(report):
-    out = {}
-    for run in report["runs"]:
-        for tc in run["testcases"]:
-            out[tc["name"]] = tc
-    return out
+    return p, results.read_report(reports[-1])
 
 
 def test_the_cluster_is_up_with_one_idle_node(local_slurm):
@@ -58,8 +47,8 @@ def test_the_cluster_is_up_with_one_idle_node(local_slurm):
 
 def test_every_check_passes_through_slurm(nightly):
     p, report = nightly
-    cases = last_attempts(report)
-    names = [n.split()[0] for n in cases]
+    cases = results.last_attempts(report)
+    names = [results.check_of(tc) for tc in cases.values()]
     assert names.count("FdbBitIdentityCheck") == 3
     assert names.count("FdbThroughputCheck") == 4
     assert names.count("StackSmokeCheck") == len(stack.site_roots("local"))
@@ -70,7 +59,7 @@ def test_every_check_passes_through_slurm(nightly):
 
 def test_jobs_ran_as_slurm_jobs(nightly):
     _, report = nightly
-    for tc in last_attempts(report).values():
+    for tc in results.last_attempts(report).values():
         assert tc["system"] == "local-slurm" and tc["scheduler"] == "squeue"
         if tc["build_locally"] and tc["name"].startswith("GribGenBuild"):
             continue
@@ -80,10 +69,10 @@ def test_jobs_ran_as_slurm_jobs(nightly):
 
 def test_throughput_values_through_srun_are_sane(nightly):
     _, report = nightly
-    for name, tc in last_attempts(report).items():
-        if not name.startswith("FdbThroughputCheck"):
+    for tc in results.last_attempts(report).values():
+        if results.check_of(tc) != "FdbThroughputCheck":
             continue
-        values = {k.split(":")[-1]: v for k, v in tc["perfvalues"].items()}
+        values = results.perf_values(tc)
         ratio, ref = values["fdb_write_ratio"][:2]
         assert 0.01 < ratio < 20 and not references.is_no_baseline(ref)
         assert all(1 < values[v][0] < 1e6 for v in ("fdb_write_bw", "raw_write_bw", "fdb_read_bw"))

@@ -4,7 +4,6 @@ its values; a system without a baseline fails until one is recorded; zero select
 cases fail. The run is limited to these three checks (`-n`): the applications' checks have
 their own tests, and this file's time stays bounded."""
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -13,8 +12,7 @@ import subprocess
 
 import pytest
 
-from iostack import paths
-from iostack_rfm import references, stack
+from iostack import paths, references, results, stack
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("fdb-write", "fdb-hammer", "fio", "grib_set")),
@@ -32,27 +30,15 @@ def iostack(*args, env=None, timeout=900):
 
 
 def newest_report(root):
-    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
-                     key=os.path.getmtime)
+    reports = results.run_reports(root / "reframe")
     assert reports, "ReFrame wrote no report"
-    return json.loads(reports[-1].read_text())
+    return results.read_report(reports[-1])
 
 
-def cases(report):
-    """Each case's last attempt (the nightly mode retries once)."""
-    out = {}
-    for run in report["runs"]:
-        for tc in run["testcases"]:
-            out[tc["name"]] = tc
-    return out
-
-
-def throughput_cases(report):
-    return [tc for name, tc in cases(report).items() if name.startswith("FdbThroughputCheck")]
-
-
-def perf(tc):
-    return {key.split(":")[-1]: v for key, v in tc["perfvalues"].items()}
+def cases(report, check=None):
+    """Each case's last attempt (the nightly mode retries once), of one check or all."""
+    return [tc for tc in results.last_attempts(report).values()
+            if check in (None, results.check_of(tc))]
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +50,11 @@ def nightly(tmp_path_factory):
 
 def test_every_case_of_the_nightly_passes(nightly):
     p, report, _ = nightly
-    failed = {n: tc["fail_reason"] for n, tc in cases(report).items() if tc["result"] != "pass"}
+    failed = {tc["name"]: tc["fail_reason"] for tc in cases(report) if tc["result"] != "pass"}
     assert failed == {}
     by_check = {}
-    for name, tc in cases(report).items():
-        by_check.setdefault(name.split()[0], []).append(tc["result"])
+    for tc in cases(report):
+        by_check.setdefault(results.check_of(tc), []).append(tc["result"])
     assert by_check["FdbBitIdentityCheck"] == ["pass"] * 3
     assert by_check["StackSmokeCheck"] == ["pass"] * len(stack.site_roots("local"))
     # the nightly's throughput variants: async on/off x sync on flush on/off, default buffers
@@ -78,10 +64,10 @@ def test_every_case_of_the_nightly_passes(nightly):
 
 def test_throughput_values_are_present_and_sane(nightly):
     _, report, _ = nightly
-    throughput = [tc for n, tc in cases(report).items() if n.startswith("FdbThroughputCheck")]
+    throughput = cases(report, "FdbThroughputCheck")
     assert {tc["size"] for tc in throughput} == {"small"}
     for tc in throughput:
-        values = perf(tc)
+        values = results.perf_values(tc)
         assert set(values) == {"fdb_write_ratio", "fdb_write_bw", "raw_write_bw", "fdb_read_bw"}
         ratio, ref, lower = values["fdb_write_ratio"][:3]
         assert 0.01 < ratio < 20 and values["fdb_write_ratio"][4] == "ratio"
@@ -93,10 +79,9 @@ def test_throughput_values_are_present_and_sane(nightly):
 
 def test_smoke_runs_the_queries_from_path_without_a_module_tree(nightly):
     _, report, _ = nightly
-    smoke = {n: tc for n, tc in cases(report).items() if n.startswith("StackSmokeCheck")}
     versions = {r.key: r.version for r in stack.site_roots("local")}
-    for name, tc in smoke.items():
-        assert tc["module_check"].startswith("skipped: module tree"), name
+    for tc in cases(report, "StackSmokeCheck"):
+        assert tc["module_check"].startswith("skipped: module tree"), tc["name"]
         assert tc["expected_version"] == versions[tc["package"]]
 
 
@@ -145,13 +130,12 @@ def test_record_baseline_writes_the_run_with_its_provenance(nightly, tmp_path):
     section = references.load(tmp_path / "fdb_throughput.yaml")["FdbThroughputCheck"]
     recorded = section["references"]["local:default"]
     session = report["session_info"]
-    for name, tc in cases(report).items():
-        if name.startswith("FdbThroughputCheck"):
-            entry = recorded[tc["reference_variant"]]["fdb_write_ratio"]
-            assert entry["value"] == pytest.approx(perf(tc)["fdb_write_ratio"][0])
-            assert entry["provenance"]["session"] == session["uuid"]
-            assert entry["provenance"]["commit"] == session["commit"]
-            assert entry["provenance"]["spack_lock_sha256"] == session["spack_lock_sha256"]
+    for tc in cases(report, "FdbThroughputCheck"):
+        entry = recorded[tc["reference_variant"]]["fdb_write_ratio"]
+        assert entry["value"] == pytest.approx(results.perf_values(tc)["fdb_write_ratio"][0])
+        assert entry["provenance"]["session"] == session["uuid"]
+        assert entry["provenance"]["commit"] == session["commit"]
+        assert entry["provenance"]["spack_lock_sha256"] == session["spack_lock_sha256"]
 
 
 ONE_VARIANT = ["-n", "FdbThroughputCheck%size=small%async_write=False%data_sync_on_flush=True%buffer_mib=64",
@@ -168,7 +152,7 @@ def test_a_system_without_baseline_fails_until_one_is_recorded(tmp_path):
     root = tmp_path / "root"
 
     p = iostack("nightly", "--site", "local", "--root", str(root), "--", *ONE_VARIANT, env=env)
-    (tc,) = throughput_cases(newest_report(root))
+    (tc,) = cases(newest_report(root), "FdbThroughputCheck")
     assert p.returncode != 0 and tc["result"] == "fail" and tc["fail_phase"] == "performance"
     assert "no baseline for local:default" in p.stdout
     assert ("bin/iostack record-baseline --site local --system local --check FdbThroughputCheck"
@@ -178,7 +162,7 @@ def test_a_system_without_baseline_fails_until_one_is_recorded(tmp_path):
                 "--references-dir", str(refs), env=env)
     assert p.returncode == 0
     p = iostack("nightly", "--site", "local", "--root", str(root), "--", *ONE_VARIANT, env=env)
-    (tc,) = throughput_cases(newest_report(root))
+    (tc,) = cases(newest_report(root), "FdbThroughputCheck")
     assert tc["result"] == "pass" and p.returncode == 0
 
 
@@ -192,7 +176,7 @@ def test_smoke_loads_the_modules_of_a_deployed_tree(tmp_path):
                 "StackSmokeCheck")
     smoke = cases(newest_report(tmp_path))
     assert p.returncode == 0 and len(smoke) == len(roots)
-    for tc in smoke.values():
+    for tc in smoke:
         assert tc["result"] == "pass" and tc["module_check"] == "loaded"
         assert tc["modules"] == [f"{tc['package'].split('@')[0]}/{tc['expected_version']}"]
 

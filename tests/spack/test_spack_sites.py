@@ -25,7 +25,6 @@ SPECS = [
     ("oci-bm-optimized3", "openifs os=ol8"),
     ("oci-bm-optimized3", "io500 os=ol8"),
     ("oci-bm-optimized3", "cfd-env os=ol8"),
-    ("oci-bm-optimized3", "io-env os=ol8"),
     ("local", "netcdf-output-bench"),
     ("local", "nvme-stage"),
 ]

@@ -3,7 +3,7 @@ for: tasks, layout, sizes, repetitions; no data errors). Samples are laid out li
 and mdtest 4.0's output, numbers made up."""
 import pytest
 
-from iostack_rfm.apps import ior
+from iostack_rfm import ior
 
 HEADER = ("Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)"
           "     StdDev    Mean(s) Stonewall(s) Stonewall(MiB) Test# #Tasks tPN reps fPP reord"

@@ -1,9 +1,9 @@
-"""The NetCDF output benchmark's workload table (seed 002) and what each mode must leave."""
-from iostack_rfm.apps import netcdf
+"""The NetCDF output benchmark's workload table ([INMCM-NetCDF]) and what each mode must leave."""
+from iostack_rfm import netcdf
 
 
 def test_bytes_per_day_are_the_seeds_megabytes():
-    # seed 002: INMCM6P 79.5 MB a day, INMCM6M 312 MB (decimal megabytes of float32 data)
+    # [INMCM-NetCDF]: INMCM6P 79.5 MB a day, INMCM6M 312 MB (decimal megabytes of float32 data)
     assert netcdf.expected_bytes("inmcm6p", 1) == 79_488_000
     assert round(netcdf.expected_bytes("inmcm6p", 1) / 1e6, 1) == 79.5
     assert netcdf.expected_bytes("inmcm6m", 1) == 311_662_080

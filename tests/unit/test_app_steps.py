@@ -1,9 +1,9 @@
 """The step pattern of the application checks: named, timed shell steps whose exit status
-and wall time come back from the job's output (iostack_rfm.apps.steps)."""
+and wall time come back from the job's output (iostack_rfm.steps)."""
 
 import pytest
 
-from iostack_rfm.apps import steps
+from iostack_rfm import steps
 
 
 def test_failed_lists_non_zero_and_missing_steps():

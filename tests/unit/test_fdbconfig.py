@@ -1,4 +1,4 @@
-from iostack_rfm import fdbconfig
+from iostack import fdbconfig
 
 
 def test_schema_search_order(tmp_path):
@@ -24,3 +24,17 @@ def test_cli_creates_the_root_and_writes_the_config(tmp_path):
     out = tmp_path / "fdb.yaml"
     assert fdbconfig.main(["--root", str(tmp_path / "r"), "--out", str(out), "--schema", str(schema)]) == 0
     assert (tmp_path / "r").is_dir() and "engine: toc" in out.read_text()
+
+
+def test_deploy_writes_the_deployments_config_in_process(tmp_path, monkeypatch, capsys):
+    from iostack import cli
+
+    schema = tmp_path / "schema"
+    schema.write_text("x")
+    monkeypatch.setenv("FDB5_SCHEMA", str(schema))
+    cli.render_fdb_config(tmp_path / "root")
+    config = tmp_path / "root" / "etc" / "fdb5" / "config.yaml"
+    assert f"path: {tmp_path / 'root' / 'var' / 'fdb'}" in config.read_text()
+    assert f"schema: {schema}" in config.read_text()
+    assert (tmp_path / "root" / "var" / "fdb").is_dir()
+    assert f"FDB config: {config}" in capsys.readouterr().out

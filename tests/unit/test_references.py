@@ -2,16 +2,14 @@
 baseline gets a reference no value meets, and record-baseline writes values with their
 provenance."""
 import math
-import pathlib
 
 import pytest
 import yaml
 
-from iostack import baseline
-from iostack_rfm import references
+from iostack import baseline, paths, references
 
 REFS = references.REFERENCES_DIR
-CHECKS = pathlib.Path(references.__file__).resolve().parents[1] / "checks"
+CHECKS = paths.REFRAME_DIR / "checks"
 
 
 def committed_files():
@@ -43,8 +41,8 @@ def test_every_committed_number_says_where_it_comes_from(path):
                     if isinstance(prov, dict) and "recorded" in prov:
                         assert {"commit", "spack_lock_sha256", "session"} <= set(prov), (
                             cls, partition, variant, var)
-                    else:  # a number from a document
-                        assert "seed" in str(prov).lower() or "source" in str(prov).lower()
+                    else:  # a number from a document, which REFERENCES.md names
+                        assert prov["source"].startswith("["), (cls, partition, variant, var)
 
 
 def test_the_local_systems_have_baselines_for_the_nightly_throughput_variants():
@@ -101,6 +99,21 @@ def test_validate_finds_missing_provenance_and_bad_thresholds():
     bad = {"C": {"references": {"nosep": {"*": {"v": {"value": float("nan"), "lower": -2}}}}}}
     errors = "\n".join(references.validate(bad))
     assert "system:partition" in errors and "finite" in errors and "provenance" in errors
+
+
+def test_a_figure_must_cite_a_document_of_references_md():
+    assert {"OIFS-HECToR", "POP-GBmolDD", "INMCM-NetCDF", "OCI-OpenFOAM",
+            "IO500-OFP"} <= references.citation_keys()
+    entry = {"value": 1.0, "lower": None, "upper": None, "unit": "s"}
+    cited = {"C": {"references": {"s:p": {"*": {"v": {**entry, "provenance": {
+        "source": "[OIFS-HECToR] Table 2"}}}}}}}
+    assert references.validate(cited) == []
+    for source in ("[NO-SUCH-DOC] Table 1", "seed 000, Table 2"):
+        cited["C"]["references"]["s:p"]["*"]["v"]["provenance"]["source"] = source
+        (error,) = references.validate(cited)
+        assert "cites no key of REFERENCES.md" in error
+    expectation = {"C": {"expectations": [{"what": "x", "provenance": {"source": "seed 3"}}]}}
+    assert references.validate(expectation)
 
 
 def test_dump_keeps_the_header_comment(tmp_path):

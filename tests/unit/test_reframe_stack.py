@@ -2,8 +2,8 @@
 for every root of the local site and the modules the Lmod hierarchy needs."""
 import pytest
 
-from iostack import sites
-from iostack_rfm import stack
+from iostack import sites, stack
+from iostack_rfm import smoke
 
 
 def test_local_roots_come_from_the_lock_with_a_version_query_each():
@@ -11,7 +11,7 @@ def test_local_roots_come_from_the_lock_with_a_version_query_each():
     names = {r.name for r in roots}
     assert {"eccodes", "fdb", "eckit", "metkit", "openmpi"} <= names
     for r in roots:
-        assert r.version_query() is not None, f"no version query for {r.name}"
+        assert smoke.version_query(r) is not None, f"no version query for {r.name}"
         assert r.is_external and r.external_prefix == "/usr"
         assert r.modules_to_load() == [f"{r.name}/{r.version}"]
 
@@ -66,8 +66,9 @@ def test_hierarchy_duplicates_and_bundles():
     assert roots["fdb@5.13%gnu"].modules_to_load() == ["fdb/5.13"]
     assert roots["ior@3.3.0"].modules_to_load() == ["cray-mpich/8.1.28", "ior/3.3.0"]
     assert roots["cray-mpich@8.1.28"].modules_to_load() == ["cray-mpich/8.1.28"]
-    query = roots["nwp-env@1.0"].version_query()
-    assert stack.reported_version(query, "LOADEDMODULES=eccodes/2.41:nwp-env/1.0:fdb/5") == "1.0"
+    query = smoke.version_query(roots["nwp-env@1.0"])
+    assert smoke.reported_version("iostack-smoke: LOADEDMODULES=eccodes/2.41:nwp-env/1.0:fdb/5",
+                                  query) == "1.0"
 
 
 @pytest.mark.parametrize("name,output,version", [
@@ -81,4 +82,16 @@ def test_hierarchy_duplicates_and_bundles():
     ("parallel-netcdf", "PnetCDF 1.12.3\n", "1.12.3"),
 ])
 def test_version_queries_read_what_the_programs_print(name, output, version):
-    assert stack.reported_version(stack.VERSION_QUERIES[name], output) == version
+    assert smoke.reported_version(output, smoke.VERSION_QUERIES[name]) == version
+
+
+def test_a_program_that_states_no_version_reports_none():
+    assert smoke.reported_version("fio: command not found\n", smoke.VERSION_QUERIES["fio"]) is None
+
+
+def test_loaded_modules_come_from_the_jobs_line():
+    assert smoke.loaded_modules("x\niostack-smoke: LOADEDMODULES=fdb/5.10.8:eckit/1.20.2\n") == {
+        "fdb/5.10.8", "eckit/1.20.2"}
+    assert smoke.loaded_modules("iostack-smoke: LOADEDMODULES=\n") == set()
+    with pytest.raises(ValueError):
+        smoke.loaded_modules("no such line")

@@ -2,7 +2,7 @@
 import re
 import struct
 
-from iostack import report
+from iostack import report, results
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -87,5 +87,5 @@ def test_bounds_follow_reframe_semantics():
 def test_retries_count_once_with_their_last_attempt():
     s = {"runs": [{"testcases": [case("A", 1, {}, result="fail")]},
                   {"testcases": [case("A", 2, {}, result="pass")]}]}
-    (only,) = report.last_runs(s).values()
+    (only,) = results.last_attempts(s).values()
     assert only["result"] == "pass"

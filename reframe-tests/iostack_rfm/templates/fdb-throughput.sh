@@ -20,7 +20,7 @@ echo "raw write bytes=$bytes field bytes=$field fields=$nfields"
 mkdir -p "$io"
 for i in $(seq 1 "$repeats"); do
     rm -rf "$io/fdb-root"
-    python3 -m iostack_rfm.fdbconfig --root "$io/fdb-root" --out fdb-config.yaml > /dev/null
+    python3 -m iostack.fdbconfig --root "$io/fdb-root" --out fdb-config.yaml > /dev/null
     fio --name=raw-write --filename="$io/raw-write.dat" --rw=write --bs="$field" \
         --size="$bytes" --ioengine=psync --end_fsync=1 --output-format=json \
         --output="fio-write-$i.json"

@@ -1,6 +1,6 @@
 /* gribgen: write a deterministic set of GRIB2 forecast fields with a MARS local section.
  *
- * The set mimics one OpenIFS output step sequence (seed 000): pressure-level fields
+ * The set mimics one OpenIFS output step sequence ([OIFS-HECToR]): pressure-level fields
  * (t, u, v, z) on several levels and surface fields (2t, msl), for several steps, on a
  * regular lat/lon grid. Values are an analytic function of the field's keys and grid point,
  * so two runs write the same bytes and a retrieved field can be traced back to its request.

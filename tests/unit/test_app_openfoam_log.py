@@ -1,13 +1,8 @@
 """OpenFOAM solver log parsing, on a short simpleFoam log in the v1912 layout (made-up
-numbers; the motorBike case of seed 003 solves U, p, k and omega)."""
-import pathlib
-import sys
-
+numbers; the motorBike case of [OCI-OpenFOAM] solves U, p, k and omega)."""
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "reframe-tests"))
-
-from iostack_rfm.parsers import openfoam  # noqa: E402
+from iostack_rfm import openfoam
 
 SIMPLEFOAM_LOG = """\
 /*---------------------------------------------------------------------------*\\

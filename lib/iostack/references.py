@@ -3,7 +3,9 @@
 ReFrame 4.10 can read references from YAML itself (`reference = {'$ref': 'file.yaml'}`),
 but its format is strict: every leaf must be a reference tuple, so a number cannot carry
 where it came from. These files add that, and this module turns them into the plain
-`reference` dict a check sets. File: `reframe-tests/references/<check module>.yaml`.
+`reference` dict a check sets (iostack_rfm.base) and writes what `bin/iostack
+record-baseline` records (iostack.baseline). File: `reframe-tests/references/<check
+module>.yaml`.
 
     FdbThroughputCheck:                      # the check class
       thresholds:                            # what record-baseline gives new entries:
@@ -18,7 +20,7 @@ where it came from. These files add that, and this module turns them into the pl
               upper: null
               unit: ratio
               provenance: {recorded: ..., commit: ..., spack_lock_sha256: ..., session: ...}
-                                             # or e.g. {source: "seed 000, Table 2"}
+                                             # or e.g. {source: "[OIFS-HECToR] Table 2"}
 
 A partition without an entry gets an impossible reference for every gated variable (a
 lower bound no value reaches), so a new system fails until someone records its baseline
@@ -28,19 +30,23 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 import pathlib
+import re
 import sys
 
 import yaml
 
+from iostack import paths
+
 #: IOSTACK_RFM_REFERENCES moves them (a site keeping its baselines elsewhere; the tests)
-REFERENCES_DIR = pathlib.Path(os.environ.get("IOSTACK_RFM_REFERENCES") or
-                              pathlib.Path(__file__).resolve().parents[1] / "references")
+REFERENCES_DIR = paths.references_dir()
 #: the reference value of a partition without a baseline: with a lower threshold of 0 no
-#: measured value reaches it (finite, so JSON reports and the results DB stay valid)
+#: measured value reaches it (finite, so JSON reports and the results DB stay valid). The
+#: one definition: reports and the nightly recognise it with is_no_baseline().
 NO_BASELINE = sys.float_info.max
 ANY_VARIANT = "*"
+#: the documents figures come from, one `## [KEY]` section each
+CITATIONS = paths.REPO / "REFERENCES.md"
 
 
 def references_file(check_file) -> pathlib.Path:
@@ -63,6 +69,7 @@ def load(path) -> dict:
 
 
 def is_no_baseline(ref) -> bool:
+    """Whether a reference value (as a report stores it) is the no-baseline placeholder."""
     return isinstance(ref, numbers.Number) and ref >= NO_BASELINE / 2
 
 
@@ -118,13 +125,32 @@ def record(section: dict, partition: str, variant: str, var: str, value: float,
     return entry
 
 
+def citation_keys() -> set[str]:
+    """The citation keys REFERENCES.md defines."""
+    return set(re.findall(r"^## \[([^\]]+)\]", CITATIONS.read_text(), re.MULTILINE))
+
+
+def _citation_problem(where: str, provenance, keys: set[str]) -> list[str]:
+    """A figure from a document must name it by a key of REFERENCES.md."""
+    if not isinstance(provenance, dict) or "source" not in provenance:
+        return []
+    m = re.match(r"\[([^\]]+)\]", str(provenance["source"]))
+    if m and m.group(1) in keys:
+        return []
+    return [f"{where}: source {provenance['source']!r} cites no key of {CITATIONS.name}"]
+
+
 def validate(data: dict) -> list[str]:
     """Problems in a references file's data ([] when it is sound)."""
     errors = []
+    keys = citation_keys()
     for check, section in data.items():
         if not isinstance(section, dict):
             errors.append(f"{check}: not a mapping")
             continue
+        for e in section.get("expectations") or []:
+            errors += _citation_problem(f"{check}: expectation {e.get('what')!r}",
+                                        e.get("provenance"), keys)
         for var, t in (section.get("thresholds") or {}).items():
             if "unit" not in t:
                 errors.append(f"{check}: thresholds.{var}: no unit")
@@ -144,6 +170,7 @@ def validate(data: dict) -> list[str]:
                         errors.append(f"{where}: upper {upper} is negative")
                     if not e.get("provenance"):
                         errors.append(f"{where}: no provenance")
+                    errors += _citation_problem(where, e.get("provenance"), keys)
     return errors
 
 

@@ -1,6 +1,6 @@
-"""iostack_rfm.apps.foamcase: what an OpenFOAM run wrote, and one digest over it, on case
+"""iostack_rfm.openfoam's case summary: what an OpenFOAM run wrote, and one digest over it, on case
 directories laid out as OpenFOAM writes them (fields in ASCII)."""
-from iostack_rfm.apps import foamcase
+from iostack_rfm import openfoam as foamcase
 
 
 def field(cells, first=1.5):

@@ -1,6 +1,8 @@
-"""Render an FDB5 config from the repository's template for one run.
+"""Render an FDB5 config from the repository's template: for one check's run (in the job,
+`PYTHONPATH=<repo>/lib python3 -m iostack.fdbconfig`) and for a deployment (`bin/iostack
+deploy`, in process). Standard library only.
 
-    python3 -m iostack_rfm.fdbconfig --root DIR --out FILE [--schema PATH]
+    python3 -m iostack.fdbconfig --root DIR --out FILE [--schema PATH]
 
 The schema is found where the FDB in use installed it: FDB5_SCHEMA if set, then
 $FDB_ROOT/etc/fdb/schema (Spack installs; the module sets FDB_ROOT), then /etc/fdb/schema
@@ -34,6 +36,14 @@ def render(root: pathlib.Path, schema: pathlib.Path) -> str:
     return string.Template(TEMPLATE.read_text()).substitute(root=root, schema=schema)
 
 
+def write(root: pathlib.Path, out: pathlib.Path, schema: pathlib.Path | None = None) -> None:
+    """Create the FDB root and write its config to `out` (FileNotFoundError: no schema)."""
+    schema = schema or find_schema()
+    root = root.resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(root, schema))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="fdbconfig")
     ap.add_argument("--root", required=True, type=pathlib.Path)
@@ -41,13 +51,10 @@ def main(argv=None) -> int:
     ap.add_argument("--schema", type=pathlib.Path)
     args = ap.parse_args(argv)
     try:
-        schema = args.schema or find_schema()
+        write(args.root, args.out, args.schema)
     except FileNotFoundError as e:
         print(f"fdbconfig: {e}", file=sys.stderr)
         return 2
-    root = args.root.resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(root, schema))
     print(args.out)
     return 0
 

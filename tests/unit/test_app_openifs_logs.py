@@ -1,17 +1,12 @@
-"""OpenIFS ifs.stat / NODE.001_01 parsing and forecast days per wall-clock day (seed 000).
+"""OpenIFS ifs.stat / NODE.001_01 parsing and forecast days per wall-clock day ([OIFS-HECToR]).
 
 The lines below are made up but laid out as IFS writes them (OPDIS for ifs.stat, LOGDIS
 for the step lines of NODE.001_01): a 10-day T159-like forecast, 1-hour steps, finishing
 after 4:16 of wall time. The middle steps are left out; the parser needs no contiguity.
 """
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "reframe-tests"))
-
-from iostack_rfm.parsers import openifs  # noqa: E402
+from iostack_rfm import openifs
 
 IFS_STAT = """\
  10:20:31 0AAA00AAA CNT3                   0    4.104    4.104    4.287      0:04      0:04 0.15992473339643E-04    1190MB    3410KB    2204MB      0kJ    0W
@@ -81,7 +76,7 @@ def test_older_and_nonhydrostatic_layouts():
     assert [(s.step, s.total_wall_seconds) for s in lines] == [(12, 8), (13, 9)]
 
 
-def test_seed_000_table_2_metric():
+def test_oifs_hector_table_2_metric():
     # T511 on HECToR: 679 forecast days per day without FDB; a 10-day forecast then
     # takes 10 * 86400 / 679 s of wall time
     assert openifs.forecast_days_per_day(10, 10 * 86400 / 679) == pytest.approx(679)

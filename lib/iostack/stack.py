@@ -1,65 +1,23 @@
-"""What a site's stack contains, read from its committed spack.lock, and how to ask each
-package's main executable for its version (the stack smoke check, after Pawsey's practice of
-loading every module and running its program).
-
-The list of packages is never kept by hand: it is the lock's root specs. Only the version
-queries are a table here; a root without an entry fails the smoke check, which says to add
-one. Bundle packages (nwp-env, ...) have no program: their check is that their module loads
-at the locked version. Runs in the ReFrame process (PyYAML is there), not in jobs.
+"""What a site's stack contains, read from its committed spack.lock: the root specs, each
+with the modules the Lmod hierarchy loads before its own. The stack smoke check makes a test
+case of each (iostack_rfm.smoke says how each program states its version), so the list of
+packages is never kept by hand. Needs PyYAML only for a site's modules.yaml.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import pathlib
-import re
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-SITES = REPO / "spack-env" / "sites"
+from iostack import paths
+
+SITES = paths.SPACK_ENV_SITES
 
 # Virtual dependencies whose provider's module must be loaded first (Lmod hierarchy:
 # spack-env/common/modules.yaml puts MPI-dependent packages under their MPI).
 HIERARCHY_VIRTUALS = ("mpi",)
 # The compiler a spec sits under in the hierarchy: the provider of the first of these.
 COMPILER_VIRTUALS = ("c", "cxx", "fortran")
-
-
-@dataclasses.dataclass(frozen=True)
-class VersionQuery:
-    #: shell command run in the job
-    command: str
-    #: regex whose first group is the version the command reports
-    pattern: str
-    #: shell lines run first when the package is used from PATH rather than its module
-    #: (`{prefix}` is the external's prefix in the lock)
-    path_setup: str = ""
-
-
-# The main executable of each package and how it states its version. Library-only
-# packages answer through pkg-config, which their modules put on PKG_CONFIG_PATH.
-VERSION_QUERIES: dict[str, VersionQuery] = {
-    "eccodes": VersionQuery("grib_ls -V", r"ecCodes Version (\S+)"),
-    "fdb": VersionQuery("fdb-info --version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
-    "eckit": VersionQuery("eckit-version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
-    "metkit": VersionQuery("pkg-config --modversion metkit", r"^\s*(\d+\.\d+\.\d+)\s*$"),
-    "openmpi": VersionQuery("mpirun --version", r"\(Open MPI\) (\S+)"),
-    "fio": VersionQuery("fio --version", r"fio-(\S+)"),
-    "nvme-stage": VersionQuery("nvme-stage --version", r"^nvme-stage (\S+)"),
-    # not checked on Debian (no IOR package): the IO500 check's stack confirms it
-    "ior": VersionQuery("ior --version", r"IOR-(\d+\.\d+\.\d+)"),
-    "netcdf-c": VersionQuery("nc-config --version", r"netCDF (\S+)"),
-    "netcdf-fortran": VersionQuery("nf-config --version", r"netCDF-Fortran (\S+)"),
-    "parallel-netcdf": VersionQuery("pnetcdf-config --version", r"PnetCDF (\S+)"),
-    "hdf5": VersionQuery("h5dump --version", r"Version (\S+)"),
-    "darshan-runtime": VersionQuery("darshan-config --version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
-    # OpenFOAM's solvers print the API version, e.g. "Using: OpenFOAM-v2312 (2312)";
-    # Debian's build needs its bashrc sourced first.
-    "openfoam": VersionQuery(
-        "simpleFoam -help", r"Using: OpenFOAM-\S*\s*\((\d+)\)",
-        path_setup=("for f in {prefix}/share/openfoam/etc/bashrc {prefix}/etc/bashrc; do "
-                    "[ -r $f ] && . $f && break; done")),
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,13 +53,6 @@ class RootSpec:
             return list(self.external_modules)
         return list(self.hierarchy) + [self.module]
 
-    def version_query(self) -> VersionQuery | None:
-        if self.bundle:
-            # the bundle's module is loaded at the locked version
-            return VersionQuery('echo "LOADEDMODULES=$LOADEDMODULES"',
-                                rf"LOADEDMODULES=(?:.*:)?{re.escape(self.name)}/([^:\s]+)")
-        return VERSION_QUERIES.get(self.name)
-
 
 def lock_path(site: str) -> pathlib.Path:
     return SITES / site / "spack.lock"
@@ -117,11 +68,6 @@ def site_of_system(system: str) -> str:
             break
         name = name.rsplit("-", 1)[0]
     return system
-
-
-def lock_sha256(site: str) -> str | None:
-    path = lock_path(site)
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def _providers(spec: dict, specs: dict, virtuals) -> list[dict]:
@@ -192,8 +138,3 @@ def site_roots(site: str) -> list[RootSpec]:
     if not path.is_file():
         return []
     return root_specs(json.loads(path.read_text()), core_compilers(site))
-
-
-def reported_version(query: VersionQuery, output: str) -> str | None:
-    m = re.search(query.pattern, output, re.MULTILINE)
-    return m.group(1) if m else None

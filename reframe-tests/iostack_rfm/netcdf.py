@@ -1,4 +1,4 @@
-"""The NetCDF output benchmark's workload (src/netcdf-output-bench, seed 002): the INM RAS
+"""The NetCDF output benchmark's workload (src/netcdf-output-bench, [INMCM-NetCDF]): the INM RAS
 atmosphere model's daily output types and grids, and what a run must therefore write.
 Standard library only.
 
@@ -21,7 +21,7 @@ class OutputType:
     levels: str
 
 
-# seed 002, "Выдача модели атмосферы"
+# [INMCM-NetCDF], "Выдача модели атмосферы"
 OUTPUT_TYPES = (
     OutputType("dxu", 71, 1, "1"),
     OutputType("dxyz", 7, 1, "nplevs"),

@@ -53,3 +53,11 @@ def failed(text: str, expected=()) -> list[str]:
     problems = [f"step {s.name} exited with {s.rc}" for s in found.values() if s.rc != 0]
     problems += [f"step {name} did not run" for name in expected if name not in found]
     return problems
+
+
+def seconds(text: str, name: str) -> float:
+    """Wall time of step `name` in a job's output."""
+    found = parse(text)
+    if name not in found:
+        raise ValueError(f"step {name} did not run")
+    return found[name].seconds

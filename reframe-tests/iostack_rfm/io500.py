@@ -1,7 +1,18 @@
-"""io500 output: the per-phase result lines, the score line, and the score itself.
+"""IO500 ([IO500-OFP]): the ini file a run is configured with, generated from the check's
+parameters; io500's output, its score, and what makes a run's result count. Standard
+library only.
+
+io500 reads one ini file ([global], [debug], one section per benchmark; `io500 --list`
+prints every option). The options set here are the ones a regression has to choose: where
+the data goes, the stonewall time (a phase's writes or creates stop after it; the list's
+rules want 300 s, io500 marks shorter runs [INVALID]) and the sizes that let a phase last
+that long. Everything else keeps io500's defaults, which are the rules' (IOR hard's 47,008
+byte transfers, mdtest hard's 3,901-byte files).
+
+io500's output: the per-phase result lines, the score line, and the score itself.
 
 The score is sqrt(geomean(bandwidths in GiB/s) * geomean(metadata rates in kIOPS)). The
-first list (SC17, seed 004) had 4 bandwidth phases (ior easy/hard write/read) and 8
+first list (SC17, [IO500-OFP]) had 4 bandwidth phases (ior easy/hard write/read) and 8
 metadata phases (mdtest easy/hard create, stat, delete, hard read, and find); today's
 io500 runs the same 12 in standard mode and adds optional phases (ior-rnd*, find-easy,
 find-hard, mdworkbench-*) in extended mode, scored separately as [SCOREX].
@@ -221,3 +232,98 @@ def check_score(result: IO500Result, extended: bool = False) -> Score:
             raise ScoreMismatch(f"{what} score printed as {shown.text}, phases give "
                                 f"{low:.6f}..{high:.6f}")
     return printed
+
+
+# The check's run
+
+#: the rules' minimum for a valid (listable) run
+RULES_STONEWALL_SECONDS = 300
+#: the 12 phases of the score, in io500's order of names
+PHASES = STANDARD_BANDWIDTH_PHASES + STANDARD_METADATA_PHASES
+
+
+@dataclass
+class IO500Config:
+    datadir: str
+    resultdir: str = "./results"
+    stonewall_seconds: int = RULES_STONEWALL_SECONDS
+    api: str = "POSIX"
+    #: IOR easy: block per process, large enough not to end before the stonewall
+    ior_easy_block: str = "9920000m"
+    ior_easy_transfer: str = "2m"
+    ior_hard_segments: int = 10_000_000
+    mdtest_easy_files: int = 1_000_000
+    mdtest_hard_files: int = 1_000_000
+    verbosity: int = 1
+    #: further options, {section: {key: value}}
+    extra: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def sections(self) -> dict[str, dict[str, str]]:
+        sections = {
+            "global": {
+                "datadir": self.datadir,
+                "timestamp-datadir": "FALSE",
+                "resultdir": self.resultdir,
+                "timestamp-resultdir": "FALSE",
+                "api": self.api,
+                "drop-caches": "FALSE",
+                "verbosity": str(self.verbosity),
+            },
+            "debug": {"stonewall-time": str(self.stonewall_seconds)},
+            "ior-easy": {"API": self.api, "transferSize": self.ior_easy_transfer,
+                         "blockSize": self.ior_easy_block, "filePerProc": "TRUE"},
+            "mdtest-easy": {"API": self.api, "n": str(self.mdtest_easy_files)},
+            "ior-hard": {"API": self.api, "segmentCount": str(self.ior_hard_segments)},
+            "mdtest-hard": {"API": self.api, "n": str(self.mdtest_hard_files)},
+            "find": {},
+        }
+        for section, options in self.extra.items():
+            sections.setdefault(section, {}).update(options)
+        return sections
+
+    def render(self) -> str:
+        lines = ["# written by iostack_rfm.io500 for the IO500 check"]
+        for section, options in self.sections().items():
+            lines.append(f"[{section}]")
+            lines += [f"{key} = {value}" for key, value in options.items()]
+            lines.append("")
+        return "\n".join(lines)
+
+    @property
+    def follows_rules(self) -> bool:
+        return self.stonewall_seconds >= RULES_STONEWALL_SECONDS
+
+
+def score_problems(text: str) -> list[str]:
+    """[] when io500's output has a [RESULT] for each of the 12 scored phases and its
+    [SCORE] follows from them (within the printed rounding), else why not."""
+    run = parse(text)
+    missing = [p for p in PHASES if p not in run.phases]
+    if missing:
+        return [f"no [RESULT] for {', '.join(missing)}"]
+    try:
+        check_score(run)
+    except ScoreMismatch as e:
+        return [str(e)]
+    return []
+
+
+def invalid_parts(text: str) -> list[str]:
+    """Scored phases io500 marked invalid, and `score` if the score is (or is missing)."""
+    run = parse(text)
+    bad = [p.name for p in run.phases.values() if p.scored and not p.valid]
+    if run.score is None or not run.score.valid:
+        bad.append("score")
+    return bad
+
+
+def phase_value(text: str, name: str) -> float:
+    return parse(text).phases[name].value.value
+
+
+def score_value(text: str, which: str) -> float:
+    """The printed score's `total`, `bandwidth` or `metadata`."""
+    score = parse(text).score
+    if score is None:
+        raise ValueError("no [SCORE] line")
+    return getattr(score, which).value

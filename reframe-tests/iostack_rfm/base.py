@@ -1,0 +1,229 @@
+"""The one mixin of iostack's checks, and the one way they read a file of their job.
+
+`IostackMixin` carries what every check needs from the site, the way EESSI's mixin does:
+
+- references: `reference` from references/<check module>.yaml (iostack.references); a
+  partition without a baseline gets one no value meets, and a warning says how to record it;
+- applications: `app_features` select environments that have them (`+openfoam`) and load
+  the modules their `extras['app_modules']` name (none where the application is on PATH);
+- resources: `io_dir()` / `shared_io_dir()` (the partition's `extras['io_dir']`), and with
+  `one_rank_per_core` one MPI rank per core on `self.nodes` whole nodes;
+- launch: the partition's `extras['launcher_options']` ([OCI-OpenFOAM]'s binding) on every launch;
+  in a check made of steps (`steps_job`, see AppCheck) the job's own line runs on the batch
+  host and MPI programs are steps started by `mpi_command()`;
+- job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.fdbconfig`,
+  `python3 -m iostack_rfm.gribcompare`, ... (standard library only).
+
+`parsed(reader, *paths, **options)` calls a reader of iostack_rfm (text in, value out) on
+files of the job, in the sanity or performance phase.
+
+    @rfm.simple_test
+    class MyAppCheck(AppCheck):
+        app_features = ['openfoam']                  # environments need +openfoam
+        @run_before('run')
+        def set_job(self):
+            self.prerun_cmds = [self.step('mesh', 'blockMesh > log.blockMesh 2>&1'),
+                                self.step('solve', f'{self.mpi_command()} simpleFoam -parallel')]
+        @sanity_function
+        def validate(self):
+            return sn.all([self.steps_ok(['mesh', 'solve']),
+                           sn.assert_le(parsed(openfoam.converged_at, 'log.simpleFoam'), 500)])
+"""
+import inspect
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import run_after, run_before, variable
+from reframe.core.exceptions import SanityError
+from reframe.core.logging import getlogger
+
+from iostack import paths, references, stack
+from iostack_rfm import steps
+
+# Open MPI refuses to start as root unless told twice; CI containers run as root.
+OPENMPI_AS_ROOT = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
+
+
+@sn.deferrable
+def parsed(reader, *paths, **options):
+    """`reader(text, ..., **options)` on the text of each file named (a list of paths gives
+    a list of texts), evaluated in the sanity or performance phase in the stage directory.
+    A reader's ValueError or KeyError fails the phase, naming the files."""
+    def text(path):
+        path = sn.evaluate(path)
+        if isinstance(path, (list, tuple)):
+            return [text(p) for p in path]
+        with open(path) as f:
+            return f.read()
+
+    try:
+        return reader(*(text(p) for p in paths), **options)
+    except (ValueError, KeyError) as e:
+        names = ', '.join(str(sn.evaluate(p)) for p in paths)
+        raise SanityError(f'{names}: {getattr(reader, "__name__", "reader")}: {e}') from e
+
+
+class IostackMixin(rfm.RegressionTestPlugin):
+    """Recorded references, application environments, I/O directories, resources and launch
+    for every iostack check (see the module's docstring)."""
+
+    #: the test's parameters as the references file keys them (stored in the report, so
+    #: record-baseline files each value under the variant that produced it)
+    reference_variant = variable(str, value=references.ANY_VARIANT)
+    #: environment features naming the applications the check runs
+    app_features = variable(typ.List[str], value=[])
+    #: one MPI rank per core on `self.nodes` whole nodes (checks with a `nodes` parameter)
+    one_rank_per_core = variable(bool, value=False)
+    #: the job is named steps (`step()`): its own line runs on the batch host, MPI programs
+    #: are steps started by `mpi_command()`
+    steps_job = variable(bool, value=False)
+
+    @run_after('init')
+    def set_maintainers(self):
+        self.maintainers = self.maintainers or ['iostack']
+
+    # references
+
+    def _references_section(self):
+        path = references.references_file(inspect.getfile(type(self)))
+        return path, references.load(path).get(type(self).__name__)
+
+    @run_after('init')
+    def load_recorded_references(self):
+        params = {name: getattr(self, name) for name in type(self).param_space.params}
+        self.reference_variant = references.variant_key(params)
+        _, section = self._references_section()
+        if section is not None:
+            self.reference = references.reference_dict(section, self.reference_variant)
+
+    @run_before('performance')
+    def explain_missing_baseline(self):
+        path, section = self._references_section()
+        partition = self.current_partition.fullname
+        if section is None or references.has_baseline(section, partition,
+                                                      self.reference_variant):
+            return
+        site = stack.site_of_system(self.current_system.name)
+        getlogger().warning(
+            f'{self.display_name}: no baseline for {partition} in {path.name}, so its '
+            f'reference cannot be met and the check fails until one is recorded: run the '
+            f'nightly, then `bin/iostack record-baseline --site {site} --system '
+            f'{self.current_system.name} --check {type(self).__name__}` and commit '
+            f'reframe-tests/references/{path.name}')
+
+    # applications
+
+    @run_after('init')
+    def select_app_environments(self):
+        self.require_app_features(self.app_features)
+
+    def require_app_features(self, features):
+        """Add application features: environments must have them, their modules load."""
+        wanted = ' '.join(f'+{f}' for f in features)
+        if not wanted:
+            return
+
+        def with_features(spec):
+            if spec == '*':
+                return wanted
+            if spec[0] in '+-%':
+                return ' '.join([spec] + [f'+{f}' for f in features if f'+{f}' not in
+                                          spec.split()])
+            return spec     # an environment by name (fixtures get their parent's)
+
+        self.valid_prog_environs = [with_features(e) for e in self.valid_prog_environs]
+        self.app_features = self.app_features + [f for f in features
+                                                 if f not in self.app_features]
+
+    @run_after('setup')
+    def load_app_modules(self):
+        by_feature = self.current_environ.extras.get('app_modules', {})
+        for feature in self.app_features:
+            for module in by_feature.get(feature, []):
+                if module not in self.modules:
+                    self.modules.append(module)
+
+    # resources
+
+    def io_dir(self) -> str:
+        """Where an I/O check writes: the partition's `extras['io_dir']` (a file system the
+        site cares about, e.g. Lustre or NVMe), in a directory of the test's own, else its
+        stage directory."""
+        base = self.current_partition.extras.get('io_dir')
+        if not base:
+            return self.stagedir
+        return os.path.join(base, f'{self.current_system.name}-{self.short_name}')
+
+    def shared_io_dir(self) -> str:
+        """Where a benchmark whose ranks on different nodes share files writes: io_dir(),
+        unless that is node-local (feature `nvme`), then the stage directory (on the file
+        system ReFrame's prefix is on, shared by the nodes)."""
+        if 'nvme' in self.current_partition.features:
+            return self.stagedir
+        return self.io_dir()
+
+    @run_after('setup')
+    def use_whole_nodes(self):
+        if self.one_rank_per_core:
+            self.num_tasks_per_node = self.current_partition.processor.num_cpus or 1
+            self.num_tasks = self.nodes * self.num_tasks_per_node
+
+    # launch
+
+    @run_after('setup')
+    def set_launchers(self):
+        if not self.steps_job:
+            return
+        name = self.current_partition.extras.get('mpi_launcher')
+        self._mpi_launcher = getlauncher(name)() if name else self.job.launcher
+        if self._mpi_launcher.registered_name in ('mpirun', 'mpiexec'):
+            self.env_vars.update(OPENMPI_AS_ROOT)
+        self.job.launcher = getlauncher('local')()
+
+    @run_before('run')
+    def add_partition_launcher_options(self):
+        if self.steps_job or self.job is None:
+            return      # mpi_command() adds them to each MPI step; builds launch nothing
+        options = self.current_partition.extras.get('launcher_options', [])
+        self.job.launcher.options += [o for o in options if o not in self.job.launcher.options]
+
+    def mpi_command(self, *extra):
+        """The launch command for the job's ranks, for a step that starts an MPI program:
+        the partition's launcher (or its `extras['mpi_launcher']` where its own starts no
+        ranks, like the local scheduler's) with its `extras['launcher_options']` and
+        `extras['mpi_launcher_options']` (PMI selection)."""
+        extras = self.current_partition.extras
+        options = extras.get('launcher_options', []) + extras.get('mpi_launcher_options', [])
+        # ReFrame copies these to the job only when the run stage starts
+        self.job.num_tasks = self.num_tasks
+        self.job.num_tasks_per_node = self.num_tasks_per_node
+        self.job.num_cpus_per_task = self.num_cpus_per_task
+        return ' '.join([self._mpi_launcher.run_command(self.job), *options, *extra]).strip()
+
+    @run_before('run')
+    def set_job_pythonpath(self):
+        self.env_vars['PYTHONPATH'] = f'{paths.job_pythonpath()}:$PYTHONPATH'
+
+    # steps (iostack_rfm.steps)
+
+    def step(self, name, command):
+        return steps.timed(name, command)
+
+    def steps_ok(self, expected):
+        """Sanity: every step ran and exited with 0."""
+        return sn.assert_eq(parsed(steps.failed, self.stdout, expected=list(expected)), [],
+                            msg='{0}')
+
+    def step_seconds(self, name):
+        return parsed(steps.seconds, self.stdout, name=name)
+
+
+class AppCheck(IostackMixin, rfm.RunOnlyRegressionTest):
+    """Base of the application and benchmark checks: a job of named steps, in any
+    environment with the check's application features."""
+
+    valid_prog_environs = ['*']
+    steps_job = True

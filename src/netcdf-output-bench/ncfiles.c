@@ -1,0 +1,214 @@
+/* The NetCDF modes' files, following the seed's advice whatever the library: files
+ * created and all metadata defined once, collective access, a fixed-length time axis and
+ * no fill values. */
+#include <stdlib.h>
+
+#include "ncfiles.h"
+
+typedef struct {
+    const nob_nc_library *lib;
+    const nob_layout *l;
+    MPI_Comm comm;
+    int file_per_field;
+    int ncid[NOB_NTYPES][128];   /* the same ncid for all fields of a combined file */
+    int varid[NOB_NTYPES][128];
+} nc_files;
+
+#define NC_TRY(h, call)                                                   \
+    do {                                                                  \
+        int status_ = (call);                                             \
+        if (status_ != 0)                                                 \
+            nob_fail((h)->comm, #call, (h)->lib->strerror(status_));      \
+    } while (0)
+
+static nc_files *new_files(const void *lib, const nob_layout *l, int file_per_field,
+                           MPI_Comm comm)
+{
+    nc_files *h = calloc(1, sizeof *h);
+    h->lib = lib;
+    h->l = l;
+    h->comm = comm;
+    h->file_per_field = file_per_field;
+    return h;
+}
+
+/* Rank 0 writes a whole small axis (the others take part with nothing to write). */
+static void put_axis(nc_files *h, int ncid, int varid, size_t len, void *values,
+                     nob_nc_transfer what)
+{
+    size_t start = 0, count = h->l->rank == 0 ? len : 0;
+    NC_TRY(h, h->lib->vara(ncid, varid, 1, &start, &count, values, what));
+}
+
+/* Define one file holding fields [f0, f1) of type t, then write its coordinates. */
+static void define_file(nc_files *h, int type, int f0, int f1, const char *path)
+{
+    const nob_nc_library *lib = h->lib;
+    const nob_layout *l = h->l;
+    const nob_model *m = l->model;
+    const nob_output_type *t = &nob_types[type];
+    const char *levname = nob_lev_dim_name(t);
+    int nlev = nob_nlev(m, t), ntime = nob_total_records(l, t);
+    int ncid, dim[4], ndims = 0;
+    int time_var, lat_var, lon_var, lev_var = -1;
+
+    int status = lib->create(h->comm, path, &ncid);
+    if (status != 0)
+        nob_fail(h->comm, path, lib->strerror(status));
+    /* fixed time axis: an unlimited one costs a metadata update per write */
+    NC_TRY(h, lib->def_dim(ncid, "time", (size_t)ntime, &dim[ndims++]));
+    if (levname)
+        NC_TRY(h, lib->def_dim(ncid, levname, (size_t)nlev, &dim[ndims++]));
+    NC_TRY(h, lib->def_dim(ncid, "lat", (size_t)m->nlat, &dim[ndims++]));
+    NC_TRY(h, lib->def_dim(ncid, "lon", (size_t)m->nlon, &dim[ndims++]));
+
+    NC_TRY(h, lib->def_var(ncid, "time", 1, 1, &dim[0], &time_var));
+    NC_TRY(h, lib->put_text(ncid, time_var, "units", "hours since 2000-01-01 00:00:00"));
+    if (levname) {
+        NC_TRY(h, lib->def_var(ncid, levname, 0, 1, &dim[1], &lev_var));
+        NC_TRY(h, lib->put_text(ncid, lev_var, "long_name", t->levkind == NOB_LEV_PRESSURE
+                                                                ? "pressure level index"
+                                                                : "soil level index"));
+    }
+    NC_TRY(h, lib->def_var(ncid, "lat", 0, 1, &dim[ndims - 2], &lat_var));
+    NC_TRY(h, lib->put_text(ncid, lat_var, "units", "degrees_north"));
+    NC_TRY(h, lib->def_var(ncid, "lon", 0, 1, &dim[ndims - 1], &lon_var));
+    NC_TRY(h, lib->put_text(ncid, lon_var, "units", "degrees_east"));
+
+    for (int f = f0; f < f1; f++) {
+        char name[32];
+        nob_var_name(name, sizeof name, f);
+        NC_TRY(h, lib->def_var(ncid, name, 0, ndims, dim, &h->varid[type][f]));
+        if (lib->def_field)
+            NC_TRY(h, lib->def_field(ncid, h->varid[type][f]));
+        NC_TRY(h, lib->put_text(ncid, h->varid[type][f], "output_type", t->name));
+        h->ncid[type][f] = ncid;
+    }
+    NC_TRY(h, lib->put_text(ncid, NOB_NC_GLOBAL, "source", "netcdf-output-bench"));
+    NC_TRY(h, lib->put_text(ncid, NOB_NC_GLOBAL, "model", m->name));
+    NC_TRY(h, lib->put_text(ncid, NOB_NC_GLOBAL, "output_type", t->name));
+    NC_TRY(h, lib->enddef(ncid));
+
+    if (lib->collective) {
+        int vars[] = {time_var, lat_var, lon_var, lev_var};
+        for (size_t v = 0; v < 4; v++)
+            if (vars[v] >= 0)
+                NC_TRY(h, lib->collective(ncid, vars[v]));
+        for (int f = f0; f < f1; f++)
+            NC_TRY(h, lib->collective(ncid, h->varid[type][f]));
+    }
+
+    /* coordinates: rank 0 writes the small axes, every rank its latitude rows */
+    double *times = malloc(sizeof(double) * ntime);
+    for (int r = 0; r < ntime; r++)
+        times[r] = (double)(r + 1) * t->period_hours;
+    put_axis(h, ncid, time_var, (size_t)ntime, times, NOB_PUT_DOUBLE);
+    free(times);
+
+    float *axis = malloc(sizeof(float) * (size_t)(m->nlon > nlev ? m->nlon : nlev));
+    for (int i = 0; i < m->nlon; i++)
+        axis[i] = 360.0f * (float)i / (float)m->nlon;
+    put_axis(h, ncid, lon_var, (size_t)m->nlon, axis, NOB_PUT_FLOAT);
+    if (lev_var >= 0) {
+        for (int k = 0; k < nlev; k++)
+            axis[k] = (float)(k + 1);
+        put_axis(h, ncid, lev_var, (size_t)nlev, axis, NOB_PUT_FLOAT);
+    }
+    free(axis);
+    float *lats = malloc(sizeof(float) * (size_t)(l->nrows + 1));
+    for (int j = 0; j < l->nrows; j++)
+        lats[j] = -90.0f + 180.0f * ((float)(l->lat0 + j) + 0.5f) / (float)m->nlat;
+    size_t start = (size_t)l->lat0, count = (size_t)l->nrows;
+    NC_TRY(h, lib->vara(ncid, lat_var, 1, &start, &count, lats, NOB_PUT_FLOAT));
+    free(lats);
+}
+
+void *nob_nc_create(const void *lib, const nob_layout *l, const char *dir, int file_per_field,
+                    MPI_Comm comm)
+{
+    nc_files *h = new_files(lib, l, file_per_field, comm);
+    char path[4096];
+    for (int t = 0; t < NOB_NTYPES; t++) {
+        if (file_per_field) {
+            for (int f = 0; f < nob_types[t].nfields; f++) {
+                nob_file_path(path, sizeof path, dir, &nob_types[t], f, 1, "nc");
+                define_file(h, t, f, f + 1, path);
+            }
+        } else {
+            nob_file_path(path, sizeof path, dir, &nob_types[t], 0, 0, "nc");
+            define_file(h, t, 0, nob_types[t].nfields, path);
+        }
+    }
+    return h;
+}
+
+void *nob_nc_open_read(const void *lib, const nob_layout *l, const char *dir,
+                       int file_per_field, MPI_Comm comm)
+{
+    nc_files *h = new_files(lib, l, file_per_field, comm);
+    const nob_nc_library *calls = h->lib;
+    char path[4096], name[32];
+    for (int t = 0; t < NOB_NTYPES; t++) {
+        int ncid = -1;
+        for (int f = 0; f < nob_types[t].nfields; f++) {
+            if (file_per_field || f == 0) {
+                nob_file_path(path, sizeof path, dir, &nob_types[t], f, file_per_field, "nc");
+                int status = calls->open(comm, path, &ncid);
+                if (status != 0)
+                    nob_fail(comm, path, calls->strerror(status));
+                size_t ntime;
+                NC_TRY(h, calls->dim_len(ncid, "time", &ntime));
+                if (ntime != (size_t)nob_total_records(l, &nob_types[t]))
+                    nob_fail(comm, path, "time axis length differs from --days of this run");
+            }
+            nob_var_name(name, sizeof name, f);
+            h->ncid[t][f] = ncid;
+            NC_TRY(h, calls->var_id(ncid, name, &h->varid[t][f]));
+            if (calls->collective)
+                NC_TRY(h, calls->collective(ncid, h->varid[t][f]));
+        }
+    }
+    return h;
+}
+
+/* A field's records [rec0, rec0 + nrec) on this rank's latitude rows. */
+static void transfer(nc_files *h, int type, int field, int rec0, int nrec, void *block,
+                     nob_nc_transfer what)
+{
+    const nob_output_type *t = &nob_types[type];
+    size_t start[4], count[4];
+    int n = 0;
+    start[n] = (size_t)rec0;
+    count[n++] = (size_t)nrec;
+    if (t->levkind != NOB_LEV_NONE) {
+        start[n] = 0;
+        count[n++] = (size_t)nob_nlev(h->l->model, t);
+    }
+    start[n] = (size_t)h->l->lat0;
+    count[n++] = (size_t)h->l->nrows;
+    start[n] = 0;
+    count[n++] = (size_t)h->l->model->nlon;
+    NC_TRY(h, h->lib->vara(h->ncid[type][field], h->varid[type][field], n, start, count, block,
+                           what));
+}
+
+void nob_nc_write(void *h, int type, int field, int rec0, int nrec, const float *block)
+{
+    /* the library does not write through the pointer when putting */
+    transfer(h, type, field, rec0, nrec, (void *)block, NOB_PUT_FLOAT);
+}
+
+void nob_nc_read(void *h, int type, int field, int rec0, int nrec, float *block)
+{
+    transfer(h, type, field, rec0, nrec, block, NOB_GET_FLOAT);
+}
+
+void nob_nc_close(void *vh)
+{
+    nc_files *h = vh;
+    for (int t = 0; t < NOB_NTYPES; t++)
+        for (int f = 0; f < nob_types[t].nfields; f++)
+            if (h->file_per_field || f == 0)
+                NC_TRY(h, h->lib->close(h->ncid[t][f]));
+    free(h);
+}
