@@ -110,16 +110,33 @@ def unpack(archive: pathlib.Path, dest: pathlib.Path, pin: dict) -> None:
     if partial.exists():
         shutil.rmtree(partial)
     partial.mkdir(parents=True)
-    with tarfile.open(archive) as tar:
-        tops = {m.name.split("/")[0] for m in tar.getmembers() if m.name not in ("", ".")}
-        if len(tops) != 1:
-            raise BundleError(f"{archive.name} has {len(tops)} top directories, expected one")
-        tar.extractall(partial, filter="tar")
-    top = partial / tops.pop()
-    (top / COMMIT_MARKER).write_text(pin["commit"] + "\n")
-    top.rename(dest)
-    shutil.rmtree(partial)
+    try:
+        with tarfile.open(archive) as tar:
+            tops = {m.name.split("/")[0] for m in tar.getmembers() if m.name not in ("", ".")}
+            if len(tops) != 1:
+                raise BundleError(f"{archive.name} has {len(tops)} top directories, expected one")
+            extract(tar, partial)
+        top = partial / tops.pop()
+        (top / COMMIT_MARKER).write_text(pin["commit"] + "\n")
+        top.rename(dest)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     print(f"iostack: unpacked {archive.name} ({pin['tag']}, {pin['commit'][:12]}) into {dest}")
+
+
+def extract(tar: tarfile.TarFile, dest: pathlib.Path) -> None:
+    """extractall, refusing members that would land outside dest (Debian 12's Python 3.11.2
+    predates tarfile's extraction filters)."""
+    root = dest.resolve()
+    for member in tar.getmembers():
+        target = (dest / member.name).resolve()
+        if target != root and root not in target.parents or member.isdev():
+            raise BundleError(f"{tar.name}: member {member.name!r} would land outside {dest}")
+        if member.issym() or member.islnk():
+            link = (target.parent / member.linkname).resolve()
+            if root not in link.parents and link != root:
+                raise BundleError(f"{tar.name}: link {member.name!r} points outside {dest}")
+    tar.extractall(dest)
 
 
 def installed_commit(tree: pathlib.Path) -> str | None:
@@ -241,7 +258,7 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
     import io
 
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(top / "iostack", filter="tar")
+        extract(tar, top / "iostack")
     spack_root, spack_packages = spack.locate()
     _archive(pins.SPACK, paths.cache(), spack_root, top)
     _archive(pins.SPACK_PACKAGES, paths.cache(), spack_packages, top)

@@ -217,7 +217,7 @@ def test_bundle_deploys_and_validates_with_no_network(tmp_path, local_bundle, ti
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("a network namespace needs root and unshare")
     with tarfile.open(local_bundle) as tar:
-        tar.extractall(tmp_path, filter="tar")
+        tar.extractall(tmp_path)
     top = tmp_path / "iostack-bundle-local"
     home = tmp_path / "home"
     home.mkdir()

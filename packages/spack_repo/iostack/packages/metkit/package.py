@@ -14,6 +14,9 @@ class Metkit(BuiltinMetkit):
 
     # its CMakeLists.txt asks for ecbuild 3.7.2 (builtin says 3.4:, which Debian's 3.7.1 meets)
     depends_on("ecbuild@3.7.2:", type="build", when="@1.11.22:")
+    # its CMake project enables C as well as C++ (builtin declares only cxx, so Spack's
+    # compiler wrapper gives it no C compiler and configure stops at "C compiler broken")
+    depends_on("c", type="build")
 
     variant("craype", default="none", values=CRAYPE_VALUES, multi=False,
             description=CRAYPE_DESCRIPTION)
