@@ -114,7 +114,22 @@ def spack_from_bundle(source: pathlib.Path):
             spack.trust_buildcache_keys(cache / "mirrors" / "buildcache")
         except CommandFailed as e:
             die(f"could not trust the bundle's build cache keys: {e}")
+    complete_source_mirror(cache / "mirrors" / "source")
 
+
+def complete_source_mirror(mirror: pathlib.Path, site: str = "local"):
+    """A bundle's mirror may lack sources that a recipe takes from a package registry
+    (metkit's configuration files come from PyPI): add what the default site's lock needs,
+    while the registries set-up uses are reachable. Sources already there are kept."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="iostack-setup-") as tmp:
+        proc = spack.spack(["mirror", "create", "--directory", mirror, "--all"],
+                           pathlib.Path(tmp), site=site, check=False, capture_stderr=True)
+    if proc.returncode != 0:
+        print(f"iostack: note: the offline mirror lacks sources of site {site} that could not "
+              f"be fetched here ({spack.error_line(proc.stderr)}); `deploy --site {site}` "
+              "will need them")
 
 def spack_checkout(source_bundle: pathlib.Path | None):
     if source_bundle:
