@@ -16,6 +16,7 @@
 #   IOSTACK_AARCH64_PREFIX    compiler prefix        (aarch64-linux-gnu-)
 #   IOSTACK_AARCH64_SYSROOT   target libraries root  (/usr/aarch64-linux-gnu)
 #   IOSTACK_AARCH64_CPU       -mcpu value, empty = compiler default (neoverse-n1)
+#   IOSTACK_AARCH64_MULTIARCH also search /usr/lib/aarch64-linux-gnu (ON if it exists)
 #   IOSTACK_USE_EMULATOR      run try_run programs under qemu (ON)
 
 # CMAKE_SYSTEM_NAME set here is what makes CMake cross-compile
@@ -32,16 +33,42 @@ set(CMAKE_C_COMPILER       "${IOSTACK_AARCH64_PREFIX}gcc")
 set(CMAKE_CXX_COMPILER     "${IOSTACK_AARCH64_PREFIX}g++")
 set(CMAKE_Fortran_COMPILER "${IOSTACK_AARCH64_PREFIX}gfortran")
 
-# Libraries, headers and CMake packages come only from the target root, so
-# the host's x86_64 eckit/eccodes package configs are never picked up;
-# programs come from the host. ecbuild (a host-side, architecture-independent
-# package) is unaffected: ecbuild projects find it before project(), when
-# this file is not yet in effect.
+# Libraries, headers and CMake packages come only from the target: the cross
+# root, and on Debian/Ubuntu the multiarch tree, where apt installs the target's
+# packages (libfoo-dev:arm64 in /usr/lib/aarch64-linux-gnu). CMake looks there
+# under lib/<CMAKE_LIBRARY_ARCHITECTURE> (aarch64-linux-gnu, from the compiler),
+# never in the host's lib/x86_64-linux-gnu, so the host's x86_64 eckit/eccodes
+# packages are not picked up. Programs come from the host. ecbuild (host-side,
+# architecture-independent) is unaffected: ecbuild projects find it before
+# project(), when this file is not yet in effect.
+if(EXISTS "/usr/lib/aarch64-linux-gnu")
+  set(_iostack_multiarch ON)
+else()
+  set(_iostack_multiarch OFF)
+endif()
+option(IOSTACK_AARCH64_MULTIARCH "Search the Debian multiarch target packages (/usr/lib/aarch64-linux-gnu)"
+       ${_iostack_multiarch})
 set(CMAKE_FIND_ROOT_PATH "${IOSTACK_AARCH64_SYSROOT}")
+if(IOSTACK_AARCH64_MULTIARCH)
+  # "/" as a root: prefixes (CMAKE_PREFIX_PATH, the install prefix) stay as given.
+  list(APPEND CMAKE_FIND_ROOT_PATH "/")
+endif()
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+# pkg-config (FindCURL, FindPkgConfig users) must describe the target too: the
+# host's .pc files would hand out x86_64 library directories.
+set(ENV{PKG_CONFIG_LIBDIR}
+    "${IOSTACK_AARCH64_SYSROOT}/lib/pkgconfig:/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
+
+# FindMPI asks the MPI compiler wrapper (mpicc -show) for its include and
+# library directories: on this host that is the host's x86_64 Open MPI. With
+# the cross compilers as "wrappers", FindMPI looks for the target's MPI
+# libraries instead (-DMPI_<LANG>_COMPILER=... for a real aarch64 wrapper).
+foreach(_lang C CXX Fortran)
+  set(MPI_${_lang}_COMPILER "${CMAKE_${_lang}_COMPILER}" CACHE FILEPATH "MPI compiler for ${_lang} (target)")
+endforeach()
 
 # ecbuild's Fortran feature checks test CROSS_COMPILING, not
 # CMAKE_CROSSCOMPILING: without this they run aarch64 binaries on the host.
