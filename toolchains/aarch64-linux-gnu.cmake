@@ -57,6 +57,25 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+# Debian puts a multiarch package's architecture-specific headers (eccodes.h)
+# in <prefix>/include/aarch64-linux-gnu, which the native compiler searches and
+# the cross compiler does not; -idirafter keeps the cross libc's headers first.
+if(IOSTACK_AARCH64_MULTIARCH)
+  set(_iostack_includes /usr/include/aarch64-linux-gnu)
+  foreach(_prefix IN LISTS CMAKE_PREFIX_PATH)
+    if(IS_DIRECTORY "${_prefix}/include/aarch64-linux-gnu")
+      list(APPEND _iostack_includes "${_prefix}/include/aarch64-linux-gnu")
+    endif()
+  endforeach()
+  foreach(_lang C CXX Fortran)
+    foreach(_dir IN LISTS _iostack_includes)
+      string(FIND "${CMAKE_${_lang}_FLAGS_INIT}" " -idirafter ${_dir}" _seen)
+      if(_seen EQUAL -1)
+        string(APPEND CMAKE_${_lang}_FLAGS_INIT " -idirafter ${_dir}")
+      endif()
+    endforeach()
+  endforeach()
+endif()
 # pkg-config (FindCURL, FindPkgConfig users) must describe the target too: the
 # host's .pc files would hand out x86_64 library directories.
 set(ENV{PKG_CONFIG_LIBDIR}

@@ -135,11 +135,44 @@ def test_toolchain_builds_aarch64_objects_with_bit_flags(toolchain_build):
 
 
 def test_eckit_own_checks_agree_with_the_preseed(sources):
-    """Without -C, eckit's and ecbuild's own (compile-only) checks compute these on the
-    target's compiler: the pre-seeded values are theirs."""
-    _, out, cache = _configure(sources, "unseeded", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}")
+    """Without -C and without the emulator, eckit's and ecbuild's own checks compute these
+    on the target's compiler: the pre-seeded values are theirs. That configure runs no test
+    program: a plain try_run would stop it, and ecbuild_try_run leaves <source file>.bin
+    (CheckTypeSize's and the compiler ABI's .bin are compiled, never run)."""
+    build, out, cache = _configure(sources, "unseeded", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
+                                   "-DIOSTACK_USE_EMULATOR=OFF")
     assert "Generating done" in out, out
+    kept = [p for pat in ("*.c.bin", "*.cxx.bin", "*.F90.bin") for p in build.rglob(pat)]
+    assert not kept, kept
     assert "Check size of time_t - done" in out
     seeded = tl.parse_preseed(PRESEED)
     for name in ("ECKIT_SIZEOF_TIME_T", "CMAKE_SIZEOF_VOID_P", "EC_SIZEOF_OFF_T"):
         assert re.search(rf"^{name}:INTERNAL={seeded[name]}$", cache, re.M), name
+
+
+def test_target_eccodes_from_debian_arm64_packages(tmp_path):
+    """ecCodes for the target: the unpacked libeccodes-dev:arm64 (debian-dev-overlay.sh) for
+    its CMake package and headers, libeccodes0:arm64 (apt, multiarch) at run time. A program
+    built against it with the toolchain runs under qemu and reports Debian's ecCodes."""
+    if not pathlib.Path("/usr/lib/aarch64-linux-gnu/libeccodes.so.0").exists():
+        pytest.skip("libeccodes0:arm64 not installed (apt-packages.txt; bin/iostack setup)")
+    overlay = tl.run(["bash", tl.TOOLCHAINS / "debian-dev-overlay.sh", tmp_path / "overlay"])
+    assert overlay.returncode == 0, overlay.stdout
+    prefix = overlay.stdout.strip().splitlines()[-1]
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(useeccodes C)\n"
+        "find_package(eccodes 2.28 REQUIRED)\nadd_executable(useeccodes main.c)\n"
+        "target_link_libraries(useeccodes eccodes)\n")
+    (src / "main.c").write_text('#include <eccodes.h>\n#include <stdio.h>\n'
+                                'int main(void) { printf("eccodes %ld\\n", codes_get_api_version()); return 0; }\n')
+    conf = tl.run(["cmake", "-S", src, "-B", tmp_path / "b", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
+                   f"-DCMAKE_PREFIX_PATH={prefix}"], env=tl.clean_env())
+    assert conf.returncode == 0, conf.stdout
+    built = tl.build(tmp_path / "b", env=tl.clean_env())
+    assert built.returncode == 0, built.stdout      # eccodes.h is in include/aarch64-linux-gnu
+    exe = tmp_path / "b" / "useeccodes"
+    assert tl.elf_machine(exe) == tl.EM_AARCH64
+    ran = tl.qemu(exe)
+    assert ran.returncode == 0 and ran.stdout.strip() == "eccodes 22800", ran.stdout
