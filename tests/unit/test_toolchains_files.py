@@ -154,3 +154,55 @@ def test_installed_check_tells_architectures_apart(monkeypatch):
               "libeccodes-dev", "libeccodes-dev:arm64"]
     # an arm64-only package does not stand for the host's; not-installed is missing
     assert setup.missing_apt_packages(wanted) == ["libeccodes0", "libeccodes-dev", "libeccodes-dev:arm64"]
+
+
+# ---- the stack build and round-trip scripts: bad input is one line and an exit code ----
+
+def _script(name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, TOOLCHAINS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_build_stack_reads_the_pinned_checksums_from_the_recipes():
+    build_stack = _script("build_stack")
+    for package in ("eckit", "metkit", "fdb"):
+        sha = build_stack.pinned_sha256(package, build_stack.VERSIONS[package])
+        recipe = (REPO / "packages/spack_repo/iostack/packages" / package / "package.py").read_text()
+        assert f'sha256="{sha}"' in recipe
+
+
+def test_build_stack_bad_input(tmp_path, monkeypatch, capsys):
+    build_stack = _script("build_stack")
+    assert build_stack.main(["--work", str(tmp_path), "--prefix", str(tmp_path / "p"),
+                             "--packages", "eckit,hdf5"]) == 2
+    assert capsys.readouterr().err.strip() == "build_stack: unknown package(s) hdf5; known: ecbuild, eckit, metkit, fdb"
+    monkeypatch.setenv("IOSTACK_SOURCE_MIRROR", str(tmp_path / "nowhere"))
+    assert build_stack.main(["--work", str(tmp_path / "w"), "--prefix", str(tmp_path / "p"),
+                             "--packages", "eckit"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"build_stack: no Spack source mirror at {tmp_path / 'nowhere'}")
+    assert not (tmp_path / "p").exists()
+
+
+def test_build_stack_refuses_an_archive_whose_sha256_differs(tmp_path, monkeypatch):
+    build_stack = _script("build_stack")
+    sha = build_stack.pinned_sha256("eckit", build_stack.VERSIONS["eckit"])
+    fake = tmp_path / "_source-cache" / "archive" / sha[:2] / f"{sha}.tar.gz"
+    fake.parent.mkdir(parents=True)
+    fake.write_bytes(b"not the published archive")
+    monkeypatch.setenv("IOSTACK_SOURCE_MIRROR", str(tmp_path))
+    with pytest.raises(build_stack.BuildError, match="the recipe pins"):
+        build_stack.archive("eckit")
+
+
+def test_roundtrip_bad_build_spec(tmp_path, capsys):
+    roundtrip = _script("fdb_roundtrip")
+    (tmp_path / "in.grib").write_bytes(b"")
+    (tmp_path / "req").write_text("retrieve,class=od\n")
+    rc = roundtrip.main(["--work", str(tmp_path / "w"), "--input", str(tmp_path / "in.grib"),
+                         "--request", str(tmp_path / "req"), "--expect", "1", "--build", "native"])
+    assert rc == 2
+    assert capsys.readouterr().err.strip() == "fdb_roundtrip: --build 'native' is not NAME=PREFIX[@EMULATOR]"
