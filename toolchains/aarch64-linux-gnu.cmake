@@ -106,7 +106,11 @@ if(IOSTACK_USE_EMULATOR)
   find_program(IOSTACK_QEMU_AARCH64 NAMES qemu-aarch64 qemu-aarch64-static)
   if(IOSTACK_QEMU_AARCH64)
     # -L: where qemu finds the target's dynamic loader and shared libraries.
-    set(CMAKE_CROSSCOMPILING_EMULATOR "${IOSTACK_QEMU_AARCH64};-L;${IOSTACK_AARCH64_SYSROOT}")
+    # LD_LIBRARY_PATH: that root's libc too. The loader searches the multiarch
+    # /lib/aarch64-linux-gnu first, where Debian's libc6:arm64 is another glibc
+    # build than the root's ld.so; mixed, programs crash or hang (fdb-read did).
+    set(CMAKE_CROSSCOMPILING_EMULATOR
+        "${IOSTACK_QEMU_AARCH64};-L;${IOSTACK_AARCH64_SYSROOT};-E;LD_LIBRARY_PATH=${IOSTACK_AARCH64_SYSROOT}/lib")
   endif()
 endif()
 

@@ -32,8 +32,9 @@ PL_PARAMS = '130/131/132/129'
 SFC_PARAMS = '167/151'
 LEVELS = (1000, 850, 700, 500, 250, 100)
 MARS_BASE = 'class=od,expver=0001,stream=oper,date=20240101,time=0000,domain=g,type=fc'
-BUILDS = ('native', 'aarch64')
-STEPS = ('configure', 'build', 'install')
+# qemu as the toolchain's CMAKE_CROSSCOMPILING_EMULATOR runs it: the cross root's loader
+# with that root's libc, not Debian's libc6:arm64 (another glibc build)
+QEMU = 'qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib'
 
 
 @rfm.simple_test
@@ -84,7 +85,7 @@ class CrossAarch64StackCheck(rfm.RunOnlyRegressionTest, PartitionLaunch):
             f'{TOOLCHAINS}/fdb_roundtrip.py', '--work', 'roundtrip', '--input', 'input.grib',
             '--request', 'retrieve.req', '--expect', str(self.expected_messages),
             '--build', 'native=native/prefix',
-            '--build', "'aarch64=aarch64/prefix@qemu-aarch64 -L /usr/aarch64-linux-gnu'",
+            '--build', f"'aarch64=aarch64/prefix@{QEMU}'",
             # another native FDB of the same version, e.g. the Spack-built one
             '${IOSTACK_NATIVE_FDB_PREFIX:+--build spack=$IOSTACK_NATIVE_FDB_PREFIX}',
             '> roundtrip.out',

@@ -34,5 +34,6 @@ def test_dry_run_generates_the_cross_build_job(tmp_path):
             f"--preseed {toolchains}/preseed/aarch64-linux-gnu.cmake --prefix-path \"$overlay\"") in job
     assert "debian-dev-overlay.sh overlay" in job
     assert ("--expect 42 --build native=native/prefix "
-            "--build 'aarch64=aarch64/prefix@qemu-aarch64 -L /usr/aarch64-linux-gnu'") in job
+            "--build 'aarch64=aarch64/prefix@qemu-aarch64 -L /usr/aarch64-linux-gnu "
+            "-E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib'") in job
     assert "gribcompare flip-bit flipped.grib --message 5" in job
