@@ -180,3 +180,30 @@ def test_bit_build_type_flags_reach_the_compiler(tmp_path):
         assert "-mcpu=neoverse-n1" in line, line
     for line in f_compile:
         assert "-O2 -ffp-contract=off -fno-range-check -fconvert=big-endian -DNDEBUG" in line, line
+
+
+def test_emulator_runs_the_target_root_loader_with_its_own_libc(tmp_path):
+    """The toolchain's CMAKE_CROSSCOMPILING_EMULATOR (which CMake puts in front of target
+    programs run at build time) loads libc.so.6 from the same glibc build as the loader. With
+    Debian's libc6:arm64 installed, the loader alone takes /usr/lib/aarch64-linux-gnu's, and
+    the aarch64 fdb-read then hung."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "maps.c").write_text(
+        '#include <stdio.h>\n#include <string.h>\nint main(void) { char l[512];\n'
+        '  FILE *f = fopen("/proc/self/maps", "r");\n'
+        '  while (fgets(l, sizeof l, f)) if (strstr(l, "libc.so.6") || strstr(l, "ld-linux-aarch64"))\n'
+        '    fputs(strchr(l, 47), stdout);\n  return 0; }\n')
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(maps C)\nadd_executable(maps maps.c)\n"
+        "add_custom_command(OUTPUT maps.txt COMMAND maps > maps.txt DEPENDS maps)\n"
+        "add_custom_target(run ALL DEPENDS maps.txt)\n")
+    conf = tl.run(["cmake", "-S", src, "-B", tmp_path / "b", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}"],
+                  env=tl.clean_env())
+    assert conf.returncode == 0, conf.stdout
+    built = tl.build(tmp_path / "b", env=tl.clean_env())
+    assert built.returncode == 0, built.stdout
+    mapped = {pathlib.Path(p) for p in (tmp_path / "b" / "maps.txt").read_text().split()}
+    loader = {p.parent for p in mapped if p.name.startswith("ld-linux")}
+    libc = {p.parent for p in mapped if p.name == "libc.so.6"}
+    assert loader == libc == {pathlib.Path(tl.AARCH64_SYSROOT) / "lib"}, mapped
