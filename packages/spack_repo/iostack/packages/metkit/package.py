@@ -2,12 +2,12 @@
 import os
 
 from spack_repo.builtin.packages.metkit.package import Metkit as BuiltinMetkit
-from spack_repo.iostack.craype import CRAYPE_DESCRIPTION, CRAYPE_VALUES, craype_cmake_args
+from spack_repo.iostack.craype import CrayPEPackage
 
 from spack.package import *
 
 
-class Metkit(BuiltinMetkit):
+class Metkit(CrayPEPackage, BuiltinMetkit):
     """metkit, extended for iostack's sites."""
 
     # OpenIFS 49r1 pins metkit 1.11.19, for which no published checksum could be had here.
@@ -36,11 +36,8 @@ class Metkit(BuiltinMetkit):
         when="@1.11.22",
     )
 
-    variant("craype", default="none", values=CRAYPE_VALUES, multi=False,
-            description=CRAYPE_DESCRIPTION)
-
     def cmake_args(self):
-        args = super().cmake_args() + craype_cmake_args(self)
+        args = super().cmake_args()
         if self.spec.satisfies("@1.11.22"):
             args.append(self.define("BUNDLE_SKIP_SHARE", True))
         return args
