@@ -7,7 +7,8 @@ natively or with one of this directory's toolchain files, and time each step.
 
 Each source archive is the one whose sha256 the Spack recipe pins (iostack's recipes for
 eckit, metkit and FDB, builtin's for ecbuild), taken from the mirror's `_source-cache`
-(IOSTACK_SOURCE_MIRROR, else ../shared/spack/mirror beside the repository) and checked
+(IOSTACK_SOURCE_MIRROR, else the one set-up registered, ~/.cache/iostack/mirrors/source)
+and checked
 before it is unpacked. Every package gets the same options natively and cross (FEATURES):
 what the stack needs to archive and retrieve GRIB, nothing that needs a library the
 target does not have. Prints one `build_stack: <package> <step> seconds=<s>` line per step
@@ -56,19 +57,14 @@ FEATURES = {
 }
 
 
-# The MARS language files (share/metkit) of the oldest metkit that a registry publishes
-# them with, the PyPI wheel metkitlib 1.13.1 (April 2025; metkit 1.11.22 is of early 2025).
-# Architecture-independent YAML, the same for every build; the wheel is pinned by its sha256.
-METKIT_SHARE_WHEEL = ("metkitlib==1.13.1",
-                      "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1")
-
-
 class BuildError(Exception):
     pass
 
 
 def mirror() -> pathlib.Path:
-    path = pathlib.Path(os.environ.get("IOSTACK_SOURCE_MIRROR") or REPO.parent / "shared" / "spack" / "mirror")
+    """IOSTACK_SOURCE_MIRROR, else the source mirror `bin/iostack setup --spack-bundle`
+    registered on this node."""
+    path = pathlib.Path(os.environ.get("IOSTACK_SOURCE_MIRROR") or paths.cache() / "mirrors" / "source")
     if not (path / "_source-cache").is_dir():
         raise BuildError(f"no Spack source mirror at {path} (set IOSTACK_SOURCE_MIRROR to a "
                          "directory holding _source-cache/)")
@@ -168,20 +164,36 @@ def build_package(package: str, work: pathlib.Path, prefix: pathlib.Path, toolch
     return times
 
 
+def metkit_share_wheel() -> tuple[str, str]:
+    """(URL, sha256) of the metkitlib wheel whose share/metkit metkit's recipe installs (its
+    `metkit-configs` resource): the MARS language files metkit 1.11's archive lacks."""
+    text = recipe("metkit").read_text()
+    m = re.search(r'name="metkit-configs",\s*url="([^"]+)",\s*sha256="([0-9a-f]{64})"', text)
+    if not m:
+        raise BuildError(f"{recipe('metkit')} has no metkit-configs resource")
+    return m[1], m[2]
+
+
 def install_metkit_share(work: pathlib.Path, prefix: pathlib.Path) -> pathlib.Path:
-    """<prefix>/share/metkit from the pinned metkitlib wheel (pip download, hash-checked)."""
+    """<prefix>/share/metkit from the recipe's pinned metkitlib wheel: the mirror's copy
+    (set-up adds it), else downloaded with pip, sha256-checked either way."""
     share = prefix / "share" / "metkit"
     if (share / "language.yaml").is_file():
         return share
-    wheels = work / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    requirement, sha = METKIT_SHARE_WHEEL
-    (wheels / "requirements.txt").write_text(f"{requirement} --hash=sha256:{sha}\n")
-    step("metkit", "share", [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                             "--require-hashes", "--only-binary=:all:", "--python-version", "3.11",
-                             "--platform", "manylinux_2_28_x86_64", "-d", wheels,
-                             "-r", wheels / "requirements.txt"], work / "metkit.log")
-    wheel = next(wheels.glob("metkitlib-*.whl"))
+    url, sha = metkit_share_wheel()
+    wheel = mirror() / "_source-cache" / "archive" / sha[:2] / f"{sha}.whl"
+    if not wheel.is_file():
+        wheels = work / "wheels"
+        wheels.mkdir(parents=True, exist_ok=True)
+        name, version = url.rsplit("/", 1)[1].split("-")[:2]
+        (wheels / "requirements.txt").write_text(f"{name}=={version} --hash=sha256:{sha}\n")
+        step("metkit", "share", [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                                 "--require-hashes", "--only-binary=:all:", "--python-version",
+                                 "3.11", "--platform", "manylinux_2_28_x86_64", "-d", wheels,
+                                 "-r", wheels / "requirements.txt"], work / "metkit.log")
+        wheel = next(wheels.glob(f"{name}-*.whl"))
+    if hashlib.sha256(wheel.read_bytes()).hexdigest() != sha:
+        raise BuildError(f"{wheel}: not the metkitlib wheel the metkit recipe pins ({sha})")
     with zipfile.ZipFile(wheel) as z:
         members = [m for m in z.namelist() if m.startswith("metkitlib/share/metkit/") and not m.endswith("/")]
         for member in members:

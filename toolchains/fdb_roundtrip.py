@@ -23,8 +23,9 @@ import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "reframe-tests"))
-from iostack_rfm import fdbconfig, gribcompare  # noqa: E402
+sys.path[:0] = [str(REPO / "lib"), str(REPO / "reframe-tests")]
+from iostack import fdbconfig  # noqa: E402
+from iostack_rfm import gribcompare  # noqa: E402
 
 EM_NAMES = {62: "x86_64", 183: "aarch64"}
 

@@ -12,21 +12,21 @@ The build steps' wall times are the performance variables (informational: no ref
 
 Runs where a partition has the `cross-aarch64` feature (aarch64 cross compilers, qemu-user,
 dpkg architecture arm64: apt-packages.txt) and an environment has ecCodes' tools (`grib`).
-IOSTACK_SOURCE_MIRROR names the mirror (default: ../shared/spack/mirror beside the
-repository); IOSTACK_NATIVE_FDB_PREFIX, if set, is compared too (e.g. the Spack-built FDB).
+IOSTACK_SOURCE_MIRROR names the mirror (default: the one set-up registered);
+IOSTACK_NATIVE_FDB_PREFIX, if set, is compared too (e.g. the Spack-built FDB).
 """
 import os
-import pathlib
 import sys
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, performance_function, run_before, sanity_function, variable
 
-from iostack_rfm.fixtures import GribGenBuild
-from iostack_rfm.mixins import PartitionLaunch
+from iostack import paths
+from iostack_rfm.base import IostackMixin
+from iostack_rfm.builds import GribGenBuild
 
-TOOLCHAINS = pathlib.Path(__file__).resolve().parents[2] / 'toolchains'
+TOOLCHAINS = paths.REPO / 'toolchains'
 # gribgen's field set: t/u/v/z on the first levels, 2t/msl, every 6 h
 PL_PARAMS = '130/131/132/129'
 SFC_PARAMS = '167/151'
@@ -38,7 +38,7 @@ QEMU = 'qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-l
 
 
 @rfm.simple_test
-class CrossAarch64StackCheck(rfm.RunOnlyRegressionTest, PartitionLaunch):
+class CrossAarch64StackCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     descr = 'eckit, metkit, FDB cross-built for aarch64 run under qemu: fields bit-identical to native'
     valid_systems = ['+cross-aarch64']
     valid_prog_environs = ['+grib']
@@ -63,7 +63,6 @@ class CrossAarch64StackCheck(rfm.RunOnlyRegressionTest, PartitionLaunch):
         # ReFrame's own Python: build_stack.py fetches a wheel with its pip
         python = sys.executable
         build = f'{python} {TOOLCHAINS}/build_stack.py'
-        self.env_vars['PYTHONPATH'] = f'{TOOLCHAINS.parent}/reframe-tests:$PYTHONPATH'
         self.prerun_cmds = [
             f'{build} --work native --prefix native/prefix > native.out 2>&1; echo "native rc=$?"',
             f'overlay=$({TOOLCHAINS}/debian-dev-overlay.sh overlay)',

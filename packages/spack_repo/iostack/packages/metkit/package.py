@@ -37,7 +37,10 @@ class Metkit(CrayPEPackage, BuiltinMetkit):
     )
 
     def cmake_args(self):
-        args = super().cmake_args()
+        # builtin passes ENABLE_ODC, but metkit's CMakeLists.txt names the feature ODB: left
+        # on, it links whatever odc the node has (Debian's, built on Debian's eckit: two
+        # eckits in one process, and fdb-info aborts before main)
+        args = super().cmake_args() + [self.define_from_variant("ENABLE_ODB", "odb")]
         if self.spec.satisfies("@1.11.22"):
             args.append(self.define("BUNDLE_SKIP_SHARE", True))
         return args
