@@ -31,7 +31,8 @@ def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("deploy-local")
     p = subprocess.run(
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--root", str(root),
-         "--", "-p", "builtin", "-n", "FdbBitIdentityCheck"],
+         "--", "-S", "valid_prog_environs=builtin", "-n",
+         "FdbBitIdentityCheck"],
         capture_output=True, text=True, env={**os.environ, "IOSTACK_SITE_GRIB": str(site)},
         timeout=900)
     print(p.stdout[-4000:], p.stderr[-2000:])

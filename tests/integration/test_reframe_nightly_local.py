@@ -21,8 +21,9 @@ pytestmark = pytest.mark.skipif(
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # Debian's packages (`builtin`): the `stack` environment needs a deployed Spack stack, which
 # the spack tier tests (tests/spack), smoke check included
-THESE_CHECKS = ["-p", "builtin", "-n", "FdbBitIdentityCheck%grib_input=synthetic", "-n",
-                "FdbThroughputCheck"]
+# (-S, not -p: ReFrame 4.10 drops -p when it expands --mode's options)
+THESE_CHECKS = ["-S", "valid_prog_environs=builtin",
+                "-n", "FdbBitIdentityCheck%grib_input=synthetic", "-n", "FdbThroughputCheck"]
 
 
 def iostack(*args, env=None, timeout=900):
