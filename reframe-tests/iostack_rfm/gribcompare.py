@@ -95,13 +95,12 @@ def read(path: str) -> list[Message]:
     return messages
 
 
-def message_bytes(path: str, messages: list[Message]) -> list[bytes]:
+def message_bytes(path: str, messages: list[Message]):
+    """The bytes of each message, one at a time (a model's output can be gigabytes)."""
     with open(path, "rb") as f:
-        out = []
         for m in messages:
             f.seek(m.offset)
-            out.append(f.read(m.length))
-        return out
+            yield f.read(m.length)
 
 
 @dataclass
