@@ -8,8 +8,8 @@
 #                 their large variant everywhere else
 #   lustre, nvme  the I/O directory is on Lustre / node-local NVMe
 #   mpi           MPI jobs can be launched (the partition's launcher starts every rank)
-#   cpu           CPU partition: the EESSI test-suite selects partitions by it (its scale
-#                 features, `1_core`, `1_node`, ..., are not names ReFrame 4.10 accepts)
+#   cpu           CPU partition: the EESSI test-suite selects partitions by it (not by its
+#                 scale features, `1_core`, ..., names ReFrame 4.10 does not accept)
 #   nps1, nps2    the nodes' NUMA-per-socket mode (seed 003)
 # and environments by `mpi` (MPI compiler wrappers) and `openmp` (extras['omp_flag']), as
 # ReFrame's tutorial checks select them, by `stack` (the site's Spack stack is usable in

@@ -1,7 +1,7 @@
 """Checks iostack did not write, on iostack's ReFrame configuration, as a site would run them:
 ReFrame's own tutorial checks (shipped with reframe-hpc), a plain MPI hello world on `local`
 and on `local-slurm` (a throwaway single-node Slurm), and the EESSI test-suite from PyPI,
-which lists its checks for the stack's modules. ReFrame also starts without LMOD_CMD and
+which lists its checks for the stack's modules and generates their jobs (dry run). ReFrame also starts without LMOD_CMD and
 says how to get modules."""
 import json
 import os
@@ -113,6 +113,15 @@ def test_the_eessi_test_suite_lists_its_checks(modulepath, tmp_path):
         osu = [line for line in listed if f"'local:default', '{environ}', '{EESSI_OSU}'" in line]
         assert any(line.startswith("- EESSI_OSU_pt2pt_CPU ") for line in osu), environ
         assert any(line.startswith("- EESSI_OSU_coll ") for line in osu), environ
+
+    # its setup hooks take cores and memory from the partition; its job starts both ranks
+    p, report = reframe(tmp_path, "-c", tests / "apps" / "osu.py", "-p", "builtin",
+                        "-n", "EESSI_OSU_pt2pt_CPU.*osu_bw.*scale=2_cores", "--dry-run",
+                        env={"MODULEPATH": str(modulepath)})
+    (tc,) = [tc for run in report["runs"] for tc in run["testcases"]]
+    assert tc["result"] == "pass" and p.returncode == 0
+    script = (pathlib.Path(tc["stagedir"]) / "rfm_job.sh").read_text()
+    assert "\nmpirun -np 2 osu_bw " in script
 
 
 def test_reframe_starts_without_lmod_cmd_and_says_how_to_get_modules(tmp_path):
