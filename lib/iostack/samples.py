@@ -121,8 +121,10 @@ def fetch(name: str, root: pathlib.Path | None = None) -> pathlib.Path:
                               f"PyPI: {why}")
         staging = pathlib.Path(tmp, sdist.name)
         _unpack(archive, sdist, staging)
+        if (dest / "LICENSE").is_file():
+            return dest         # another process unpacked it meanwhile
         if dest.exists():
-            shutil.rmtree(dest)
+            shutil.rmtree(dest)     # an unpacking that did not finish
         staging.rename(dest)
     return dest
 
