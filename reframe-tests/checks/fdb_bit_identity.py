@@ -31,6 +31,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
+from reframe.core.logging import getlogger
 
 from iostack import samples
 from iostack_rfm.base import IostackMixin
@@ -164,6 +165,14 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             sn.assert_found(r'candidate is empty', 'compare-request.out'),
             sn.assert_found(r'compare request rc=1', self.stdout),
         ])
+
+    @run_before('performance')
+    def name_what_this_fdb_cannot_expand(self):
+        """The streams retrieved with --raw, in ReFrame's own output too."""
+        with open(os.path.join(self.stagedir, self.stdout.evaluate())) as f:
+            for line in f:
+                if line.startswith('fdbretrieve: request') and 'cannot expand' in line:
+                    getlogger().warning(f'{self.display_name}: {line.strip()}')
 
     @performance_function('messages')
     def messages_identical_by_request(self):

@@ -134,7 +134,7 @@ def test_record_baseline_writes_the_run_with_its_provenance(nightly, tmp_path):
 
 
 ONE_VARIANT = ["-n", "FdbThroughputCheck%size=small%async_write=False%data_sync_on_flush=True%buffer_mib=64",
-               "--max-retries=0"]
+               "-S", "valid_prog_environs=builtin", "--max-retries=0"]
 
 
 def test_a_system_without_baseline_fails_until_one_is_recorded(tmp_path):
