@@ -102,6 +102,7 @@ def test_results_db_lives_in_the_state_directory(config, tmp_path):
 
 
 def test_offsite_switches_only_the_real_sites_to_nomod(monkeypatch, tmp_path):
+    monkeypatch.setenv("LMOD_CMD", "/usr/share/lmod/lmod/libexec/lmod")
     on_site = systems(load_config(monkeypatch, tmp_path))
     off_site = systems(load_config(monkeypatch, tmp_path, offsite=True))
     for name in ("cray-ex", "oci-bm-optimized3"):
