@@ -9,6 +9,7 @@ four entries only):
     mirror/                             a Spack source mirror
     buildcache/                         a signed Spack build cache (optional)
     wheels/                             the Python tools of requirements.txt (optional)
+    samples/                            the published GRIB the nightly checks use (optional)
     iostack/                            this repository at one commit (optional)
 
 `bin/iostack setup --spack-bundle DIR` verifies it, unpacks Spack and spack-packages into
@@ -32,7 +33,7 @@ SUMS = "SHA256SUMS"
 # Payload a bundle may hold besides SHA256SUMS; every file in them must be covered by it.
 # (iostack/ is checked file by file against its sums, but may gain files: set-up makes .venv
 # and deploy/ inside it.)
-CHECKED_DIRS = ("mirror", "buildcache", "wheels")
+CHECKED_DIRS = ("mirror", "buildcache", "wheels", "samples")
 COMMIT_MARKER = ".iostack-commit"
 
 
@@ -208,6 +209,9 @@ def register(bundle: pathlib.Path, cache: pathlib.Path) -> pathlib.Path:
     for kind, where in (("source mirror", source), ("build cache", binary)):
         if where:
             print(f"iostack: registered the bundle's {kind} {where} for every site ({out})")
+    if (bundle / "samples").is_dir():
+        install_tree(bundle / "samples", cache / "samples")
+        print(f"iostack: the bundle's published GRIB samples are in {cache / 'samples'}")
     return out
 
 
@@ -268,6 +272,10 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
     shutil.copytree(buildcache, top / "buildcache")
     run([sys.executable, "-m", "pip", "download", "-q", "-d", top / "wheels",
          "-r", paths.REPO / "requirements.txt"])
+    from iostack import samples
+
+    for name in samples.SOURCES:
+        samples.fetch(name, top / "samples")
     write_sums(top)
     partial = out.with_name(out.name + ".partial")
     with tarfile.open(partial, "w") as tar:

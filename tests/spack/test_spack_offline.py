@@ -197,7 +197,7 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
     assert {f"{top}/SHA256SUMS", f"{top}/{pins.SPACK['archive']}",
             f"{top}/{pins.SPACK_PACKAGES['archive']}", f"{top}/iostack/bin/iostack",
             f"{top}/iostack/pins.json"} <= set(names)
-    for part in ("mirror/", "buildcache/", "wheels/"):
+    for part in ("mirror/", "buildcache/", "wheels/", "samples/"):
         assert any(n.startswith(f"{top}/{part}") for n in names), part
     commit = subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
@@ -215,8 +215,8 @@ echo "links: $(ip -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')"
 cd "$BUNDLE/iostack"
 bin/iostack setup --spack-bundle "$BUNDLE"
 bin/iostack deploy --site local --root "$ROOT" --skip-regression
-bin/iostack nightly --site local --root "$ROOT" -- -p stack -n FdbBitIdentityCheck \
-    -n FdbCrossVersionCheck -n StackSmokeCheck
+bin/iostack nightly --site local --root "$ROOT" -- -S valid_prog_environs=stack \
+    -n FdbBitIdentityCheck -n FdbCrossVersionCheck -n StackSmokeCheck
 """
 
 
