@@ -1,6 +1,6 @@
 """A throwaway multi-node Slurm cluster on this machine: the `local-cluster` ReFrame system,
-where seed 003's inter-node runs and NVMe staging go through sbatch, srun and ssh, and the
-per-node hardware checks run node by node.
+where [OCI-OpenFOAM]'s inter-node runs and NVMe staging go through sbatch, srun and ssh,
+and the per-node hardware checks run node by node.
 
     bin/iostack cluster up [--state-dir DIR] [--blank-scratch]
     eval "$(bin/iostack cluster env)"       # SLURM_CONF, IOSTACK_CLUSTER_SSH_CONFIG
@@ -12,7 +12,7 @@ ansible/inventories/local-cluster. Each node is a network namespace (a veth to a
 on this host), a UTS namespace (its hostname) and a mount namespace, all three kept as
 files (under <state>/ns and /run/netns), so no process has to hold them open. In each run
 its own slurmd and sshd. Private to a node: /mnt/localdisk (the XFS on its own loop
-device, its "local NVMe"), /etc/hosts, /etc/fstab, /etc/ssh/ssh_config and
+device, its "local NVMe"), /dev/shm, /etc/hosts, /etc/fstab, /etc/ssh/ssh_config and
 /run/iostack-node (the link naming its scratch device and, for NPS2 nodes, the emulated
 sysfs the inventory points at). The rest of the host's file
 system is what every node sees: the cluster's shared storage. munged (one, shared) and
@@ -386,7 +386,9 @@ class LocalCluster(slurm.LocalSlurm):
                      (etc / "ssh_config", "/etc/ssh/ssh_config"),
                      (self.node_dir(node) / "run", NODE_RUN)]
             script = "; ".join(
-                ["set -e", f"hostname {node.name}"]
+                ["set -e", f"hostname {node.name}",
+                 # POSIX shared memory of the node's own (MPI's segments name the host only)
+                 "mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm"]
                 + [f"mount --bind {shlex.quote(str(a))} {shlex.quote(str(b))}" for a, b in binds])
             _run(*self.on(node, "sh", "-c", script))
 
