@@ -161,6 +161,9 @@ class MotorBikeStagingCheck(ClusterJob):
         self.executable = ' && '.join(
             f'python3 -m iostack_rfm.nodestate fields {case} --label {label}'
             for case, label in ((shared, 'nvme'), (reference, 'shared')))
+        self.keep_files = ['case/log.snappyHexMesh', 'case/log.potentialFoam',
+                           'case/log.simpleFoam', 'shared-run/log.potentialFoam',
+                           'shared-run/log.simpleFoam']
 
     @sanity_function
     def validate(self):
@@ -250,6 +253,7 @@ class PitzDailyInterNodeCheck(ClusterJob):
                           'simpleFoam -parallel > log.simpleFoam 2>&1)'),
             ]
         self.executable = 'true'
+        self.keep_files = [f'nodes{n}/log.simpleFoam' for n in self.counts]
 
     @sanity_function
     def validate(self):
