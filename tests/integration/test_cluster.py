@@ -1,7 +1,7 @@
 """The multi-node cluster for real (`bin/iostack cluster`, lib/iostack/cluster.py): the
 nodes of ansible/inventories/local-cluster as namespaces of this machine, each with its
 own slurmd, sshd and XFS scratch. The short forms of what the nightly runs on it: an MPI
-job over three nodes, seed 003's seven staging steps on a coarse motorBike for 20
+job over three nodes, seed 003's seven staging steps on a coarse motorBike for 10
 iterations, and the per-node hardware check with one node drifted. Then `down`, and a
 killed `up`, leave nothing behind. Needs root."""
 import os
@@ -121,7 +121,7 @@ def test_srun_starts_mpi_ranks_on_three_nodes_over_tcp(cluster, tmp_path):
 def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
     p, report = nightly(cluster, tmp_path, "-n", "MotorBikeStagingCheck",
                         "-S", "surface_level=3", "-S", "background_cells=10,4,4",
-                        "-S", "end_time=20")
+                        "-S", "end_time=10")
     cases = last_attempts(report)
     by_partition = {tc["partition"]: tc for tc in cases.values()}
     assert by_partition["nps1"]["result"] == "pass", by_partition["nps1"]["fail_reason"]
