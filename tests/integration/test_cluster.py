@@ -203,3 +203,15 @@ def test_bad_places_are_refused_in_one_line(tmp_path):
         "which is private to each node; use another"]
     p = run(IOSTACK, "cluster", "env", "--state-dir", tmp_path)
     assert (p.returncode, p.stderr.strip()) == (2, f"iostack: error: no cluster is up in {tmp_path}")
+
+
+def test_nightly_starts_and_stops_its_own_cluster(tmp_path):
+    """`nightly --system local-cluster --local-slurm`: a cluster for the run only."""
+    p = run(IOSTACK, "nightly", "--site", "local", "--system", "local-cluster", "--local-slurm",
+            "--root", tmp_path, "--", "-n", "NodeHardwareCheck",
+            env={"SLURM_CONF": "", "IOSTACK_CLUSTER_SSH_CONFIG": ""})
+    print(p.stdout[-3000:], p.stderr[-2000:])
+    assert p.returncode == 0
+    assert "starting the multi-node cluster" in p.stdout and "local Slurm cluster stopped" in p.stdout
+    assert re.search(r"Ran 2/2 test case\(s\)", p.stdout)      # one node of each partition
+    assert leftovers(tmp_path / "cluster", harness.LocalCluster(tmp_path / "cluster").prefix) == []
