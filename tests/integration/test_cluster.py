@@ -1,7 +1,7 @@
 """The multi-node cluster for real (`bin/iostack cluster`, lib/iostack/cluster.py): the
 nodes of ansible/inventories/local-cluster as namespaces of this machine, each with its
 own slurmd, sshd and XFS scratch. The short forms of what the nightly runs on it: an MPI
-job over three nodes, seed 003's seven staging steps on a coarse motorBike for 10
+job over three nodes, [OCI-OpenFOAM]'s seven staging steps on a coarse motorBike for 10
 iterations, and the per-node hardware check with one node drifted. Then `down`, and a
 killed `up`, leave nothing behind. Needs root."""
 import os
@@ -148,7 +148,7 @@ def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
         print("\n  staging (s): " + ", ".join(f"{s} {values[f'seconds_{s}']:.2f}" for s in steps)
               + f"; NVMe {values['seconds_total']:.1f} vs shared "
               f"{values['seconds_total_shared']:.1f} ({values['nvme_against_shared']:+.1%}, "
-              "seed 003: -26.2%)", end="")
+              "[OCI-OpenFOAM]: -26.2%)", end="")
 
 
 def test_distributed_hardware_check_names_the_drifted_node(cluster, tmp_path):
