@@ -380,8 +380,10 @@ class LocalCluster(slurm.LocalSlurm):
         for node in self.nodes:
             for kind in ("mnt", "uts"):
                 self.ns_file(node, kind).touch()
+            # slave: the host's unmounts reach the node (where the host's mounts are shared),
+            # so a node does not keep another file system busy; its own mounts stay in it
             _run(_tool("unshare"), f"--mount={self.ns_file(node, 'mnt')}",
-                 f"--uts={self.ns_file(node, 'uts')}", "--propagation", "private", "true")
+                 f"--uts={self.ns_file(node, 'uts')}", "--propagation", "slave", "true")
             binds = [(etc / "hosts", "/etc/hosts"), (self.node_dir(node) / "fstab", "/etc/fstab"),
                      (etc / "ssh_config", "/etc/ssh/ssh_config"),
                      (self.node_dir(node) / "run", NODE_RUN)]

@@ -81,6 +81,14 @@ class ClusterJob(AppCheck):
     def in_parallel(self, case, application, *args):
         return in_case(case, application, *args, mpi_command=self.mpi_command())
 
+    def keep_logs(self, *logs):
+        """Keep these logs in the output directory, each under a name of its own (ReFrame
+        keeps files by their base name, and every case has a log.simpleFoam)."""
+        names = [log.replace('/', '.') for log in logs]
+        self.postrun_cmds += [f'cp {log} {name} 2>/dev/null || true'
+                              for log, name in zip(logs, names, strict=True)]
+        self.keep_files += names
+
 
 @rfm.simple_test
 class MotorBikeStagingCheck(ClusterJob):
@@ -161,9 +169,8 @@ class MotorBikeStagingCheck(ClusterJob):
         self.executable = ' && '.join(
             f'python3 -m iostack_rfm.nodestate fields {case} --label {label}'
             for case, label in ((shared, 'nvme'), (reference, 'shared')))
-        self.keep_files = ['case/log.snappyHexMesh', 'case/log.potentialFoam',
-                           'case/log.simpleFoam', 'shared-run/log.potentialFoam',
-                           'shared-run/log.simpleFoam']
+        self.keep_logs('case/log.snappyHexMesh', 'case/log.potentialFoam', 'case/log.simpleFoam',
+                       'shared-run/log.potentialFoam', 'shared-run/log.simpleFoam')
 
     @sanity_function
     def validate(self):
@@ -253,7 +260,7 @@ class PitzDailyInterNodeCheck(ClusterJob):
                           'simpleFoam -parallel > log.simpleFoam 2>&1)'),
             ]
         self.executable = 'true'
-        self.keep_files = [f'nodes{n}/log.simpleFoam' for n in self.counts]
+        self.keep_logs(*(f'nodes{n}/log.simpleFoam' for n in self.counts))
 
     @sanity_function
     def validate(self):

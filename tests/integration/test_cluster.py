@@ -134,6 +134,9 @@ def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
     assert "nvme-stage fan-out --own-ranks" in script and "nvme-stage collect" in script
     assert "srun --mpi=pmix simpleFoam -parallel" in script
     output = (pathlib.Path(tc["outputdir"]) / "rfm_job.out").read_text()
+    # both runs' solver logs are kept, each under its own name
+    kept = {p.name for p in pathlib.Path(tc["outputdir"]).glob("*.log.*")}
+    assert {"case.log.simpleFoam", "shared-run.log.simpleFoam"} <= kept, kept
     # fan-out and collect went over the cluster's ssh to the other nodes
     assert re.search(r"rsync .*--rsh=ssh .*node2:/mnt/localdisk/", output)
     assert re.search(r"rsync .*--rsh=ssh node3:/mnt/localdisk/", output)
@@ -215,3 +218,25 @@ def test_nightly_starts_and_stops_its_own_cluster(tmp_path):
     assert "starting the multi-node cluster" in p.stdout and "local Slurm cluster stopped" in p.stdout
     assert re.search(r"Ran 2/2 test case\(s\)", p.stdout)      # one node of each partition
     assert leftovers(tmp_path / "cluster", harness.LocalCluster(tmp_path / "cluster").prefix) == []
+
+
+def test_a_node_lets_go_of_what_the_host_unmounts(tmp_path):
+    """A node's mount namespace is a slave of the host's: a file system the host unmounts
+    after `up` (where its mounts are shared, as systemd makes them) is gone from the nodes
+    too, rather than kept busy there until `down`."""
+    shared = tmp_path / "shared"
+    (shared / "inner").mkdir(parents=True)
+    run("mount", "--bind", shared, shared)
+    run("mount", "--make-shared", shared)
+    c = harness.LocalCluster(tmp_path / "cl")
+    try:
+        assert run("mount", "-t", "tmpfs", "tmpfs", shared / "inner").returncode == 0
+        c.start()
+        in_node = f"findmnt -n -o FSTYPE {shared / 'inner'}"
+        assert c.ssh("node1", in_node).stdout.strip() == "tmpfs"
+        assert run("umount", shared / "inner").returncode == 0
+        assert c.ssh("node1", in_node).stdout.strip() == ""
+    finally:
+        c.down(quiet=True)
+        run("umount", "-R", shared)
+    assert leftovers(c.state, c.prefix) == []
