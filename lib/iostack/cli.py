@@ -98,6 +98,12 @@ def cmd_nightly(args):
                        local_slurm=args.local_slurm)
 
 
+def cmd_cluster(args):
+    from iostack import cluster
+
+    return cluster.run(args)
+
+
 def cmd_report(args):
     from iostack import report
 
@@ -191,6 +197,12 @@ def parser():
                         "local-slurm without a configured Slurm)")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_nightly)
+
+    p = sub.add_parser("cluster", help="a throwaway multi-node Slurm cluster on this machine "
+                       "(ReFrame system local-cluster; root)")
+    from iostack.cluster import add_arguments
+    add_arguments(p)
+    p.set_defaults(func=cmd_cluster)
 
     p = sub.add_parser("report", help="HTML page and charts of the stored nightly results")
     site_args(p)

@@ -60,13 +60,18 @@ def run(site: str, system: str, root: pathlib.Path, extra=(), mode=None,
     env_extra = {}
     cluster = None
     if local_slurm:
+        from iostack import cluster as multinode
         from iostack import slurm
 
-        cluster = slurm.LocalSlurm(root / "slurm")
-        print(f"iostack: starting a single-node Slurm cluster in {cluster.state}")
+        if system == "local-cluster":
+            cluster = multinode.LocalCluster(root / "cluster")
+            print(f"iostack: starting the multi-node cluster in {cluster.state}")
+        else:
+            cluster = slurm.LocalSlurm(root / "slurm")
+            print(f"iostack: starting a single-node Slurm cluster in {cluster.state}")
         try:
             cluster.start()
-        except (slurm.SlurmUnavailable, slurm.SlurmStartError) as e:
+        except (slurm.SlurmUnavailable, slurm.SlurmStartError, multinode.ClusterError) as e:
             print(f"iostack: error: local Slurm cluster: {e}")
             return 2
         env_extra.update(cluster.env())

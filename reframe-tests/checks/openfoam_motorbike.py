@@ -46,7 +46,7 @@ class HpcMotorbikeSmallMesh(AppCheck):
     steps: blockMesh, decomposePar, snappyHexMesh in parallel, reconstructParMesh."""
 
     descr = 'HPC_Motorbike Small: fetch the suite and mesh the case'
-    valid_systems = ['+mpi +nvme']
+    valid_systems = ['+mpi +nvme -small-io']
     app_features = ['openfoam']
     suite_url = variable(str, value='https://develop.openfoam.com/committees/hpc.git')
     #: a copy of the suite (air-gapped sites); used instead of cloning when set
@@ -194,7 +194,7 @@ class HpcMotorbikeBase(AppCheck):
 @rfm.simple_test
 class HpcMotorbikeIntraNodeCheck(HpcMotorbikeBase):
     descr = 'HPC_Motorbike Small on one node: ranks 8/16/32/36, NPS1 and NPS2 ([OCI-OpenFOAM] §1)'
-    valid_systems = ['+mpi +nvme +nps1', '+mpi +nvme +nps2']
+    valid_systems = ['+mpi +nvme +nps1 -small-io', '+mpi +nvme +nps2 -small-io']
     ranks_per_node = parameter([8, 16, 32, 36])
     nodes = variable(int, value=1)
     storage = variable(str, value='nvme')
@@ -204,7 +204,7 @@ class HpcMotorbikeIntraNodeCheck(HpcMotorbikeBase):
 @rfm.simple_test
 class HpcMotorbikeInterNodeCheck(HpcMotorbikeBase):
     descr = 'HPC_Motorbike Small on 1/2/4/8 nodes at 32 and 36 ranks per node ([OCI-OpenFOAM] §2)'
-    valid_systems = ['+mpi +nvme +nps2']
+    valid_systems = ['+mpi +nvme +nps2 -small-io']
     nodes = parameter([1, 2, 4, 8])
     ranks_per_node = parameter([32, 36])
     storage = variable(str, value='nvme')
@@ -215,7 +215,7 @@ class HpcMotorbikeInterNodeCheck(HpcMotorbikeBase):
 class HpcMotorbikeStorageCheck(HpcMotorbikeBase):
     descr = ('HPC_Motorbike Small, writing every 10 iterations: shared storage vs NVMe '
              '([OCI-OpenFOAM] §3)')
-    valid_systems = ['+mpi +nvme +nps2']
+    valid_systems = ['+mpi +nvme +nps2 -small-io']
     storage = parameter(['shared', 'nvme'])
     nodes = variable(int, value=8)
     ranks_per_node = variable(int, value=36)

@@ -126,6 +126,29 @@ def _oci_partition(nps):
     }
 
 
+# local-cluster: this machine as a multi-node Slurm cluster (`bin/iostack cluster up`,
+# lib/iostack/cluster.py), nodes as ansible/inventories/local-cluster describes them, each
+# with its own XFS at the OCI scratch path. Partitions are named as on OCI, one per NPS
+# (Slurm partitions compute-nps1/-nps2). Every node claims this machine's CPUs.
+def _local_cluster_partition(nps):
+    return {
+        'name': nps,
+        'descr': f'local-cluster nodes described as {nps.upper()}, node-local XFS scratch',
+        'scheduler': 'squeue',
+        'launcher': 'srun',
+        'access': [f'--partition=compute-{nps}'],
+        'environs': ['builtin'],
+        'max_jobs': 4,
+        'time_limit': '30m',
+        'prepare_cmds': _LOCAL_PREPARE,
+        'processor': _LOCAL_PROCESSOR,
+        'features': ['cpu', 'fdb', 'grib', 'small-io', 'mpi', 'slurm', 'nvme', nps],
+        'extras': {'io_dir': '/mnt/localdisk/iostack-rfm',
+                   'mpi_launcher_options': ['--mpi=pmix']},
+        'env_vars': _LOCAL_MPI_ENV,
+    }
+
+
 site_configuration = {
     'systems': [
         {
@@ -184,6 +207,13 @@ site_configuration = {
             ],
         },
         {
+            'name': 'local-cluster',
+            'descr': 'this machine as a multi-node Slurm cluster (bin/iostack cluster up)',
+            'hostnames': [],
+            'modules_system': 'lmod',
+            'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],
+        },
+        {
             # HPE Cray EX, AMD EPYC Milan compute blades, Lustre (seed 000's platform).
             'name': 'cray-ex',
             'descr': 'HPE Cray EX: Milan compute nodes, Lustre, Slurm',
@@ -232,7 +262,7 @@ site_configuration = {
             # Debian's packages on PATH, no module: the node as installed. Its FDB 5.10.8
             # is the second FDB beside the Spack-built one.
             'name': 'builtin',
-            'target_systems': ['local', 'local-slurm'],
+            'target_systems': ['local', 'local-slurm', 'local-cluster'],
             **_MPI_ENVIRONMENT,
             'features': _MPI_FEATURES + ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
             'extras': _OPENMP_FLAG,

@@ -267,3 +267,24 @@ def test_interrupted_fan_out_reruns_to_identical(cluster, sig):
     leftovers = [p for p in c.case_on("n1").rglob(".*") if p.name != ".nvme-stage"]
     assert leftovers == []
     assert (c.case_on("head") / ".nvme-stage" / "fan-out.n1.done").is_file()
+
+
+def test_fan_out_own_ranks_sends_each_node_only_its_processor_dirs(cluster):
+    c = cluster
+    c.run_on("head", "stage-in", c.shared, c.case)
+    decompose_on_head(c)
+    out = c.run_on("head", "fan-out", "--own-ranks", c.case, "n1", "n2", *LAYOUT).stdout
+    assert len(rsync_lines(out)) == 2
+    head = tree_digest(c.case_on("head"), skip=[".nvme-stage"])
+    for index, host in enumerate(("n1", "n2")):
+        own = {f"processor{r}" for r in range((index + 1) * RANKS_PER_NODE,
+                                              (index + 2) * RANKS_PER_NODE)}
+        node = tree_digest(c.case_on(host))
+        held = {rel.split("/")[0] for rel in node if rel.startswith("processor")}
+        assert held == own, host
+        # the rest of the case and its own dirs as the head has them, nothing else
+        assert node == {rel: d for rel, d in head.items()
+                        if not rel.startswith("processor") or rel.split("/")[0] in own}
+    bad = c.run_on("head", "fan-out", "--own-ranks", "--processors", "0-1", c.case, "n1",
+                   check=False)
+    assert bad.returncode == 2 and "--own-ranks splits by the job's layout" in bad.stderr

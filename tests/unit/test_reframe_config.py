@@ -34,7 +34,24 @@ def partition(config, fullname):
 
 
 def test_the_sites_and_local_slurm_are_systems(config):
-    assert set(systems(config)) == {"local", "local-slurm", "cray-ex", "oci-bm-optimized3"}
+    assert set(systems(config)) == {"local", "local-slurm", "local-cluster", "cray-ex",
+                                    "oci-bm-optimized3"}
+
+
+def test_local_cluster_partitions_are_named_as_on_oci(config):
+    """One partition per NPS, as oci-bm-optimized3 has them; Slurm partitions of the
+    same names as OCI's (`bin/iostack cluster up` makes them from the inventory)."""
+    oci = [p["name"] for p in systems(config)["oci-bm-optimized3"]["partitions"]]
+    assert [p["name"] for p in systems(config)["local-cluster"]["partitions"]] == oci
+    for nps in oci:
+        p = partition(config, f"local-cluster:{nps}")
+        oci_p = partition(config, f"oci-bm-optimized3:{nps}")
+        assert (p["scheduler"], p["launcher"]) == ("squeue", "srun")
+        assert p["access"] == [f"--partition=compute-{nps}"]
+        assert oci_p["access"][0] == f"--partition=compute-{nps}"
+        assert {"nvme", "slurm", "mpi", "small-io", nps} <= set(p["features"])
+        assert p["extras"]["io_dir"] == oci_p["extras"]["io_dir"]
+        assert p["extras"]["mpi_launcher_options"] == ["--mpi=pmix"]
 
 
 def test_local_slurm_uses_squeue_and_srun(config):
@@ -43,14 +60,14 @@ def test_local_slurm_uses_squeue_and_srun(config):
     assert "--partition=iostack" in p["access"]
 
 
-def test_every_partition_can_run_the_fdb_checks_in_a_stack_environment(config):
+def test_every_partition_can_run_the_fdb_checks(config):
     envs = {e["name"]: e for e in config["environments"]}
     for system in config["systems"]:
         for p in system["partitions"]:
             assert {"fdb", "grib"} <= set(p["features"]), p["name"]
             for env in p["environs"]:
                 assert system["name"] in envs[env]["target_systems"]
-            assert any({"stack", "fdb"} <= set(envs[env]["features"]) for env in p["environs"])
+            assert any("fdb" in envs[env]["features"] for env in p["environs"])
 
 
 def test_io_size_feature_splits_ci_nodes_from_clusters(config):
@@ -108,5 +125,5 @@ def test_offsite_switches_only_the_real_sites_to_nomod(monkeypatch, tmp_path):
     for name in ("cray-ex", "oci-bm-optimized3"):
         assert on_site[name]["modules_system"] == "lmod"
         assert off_site[name]["modules_system"] == "nomod"
-    for name in ("local", "local-slurm"):
+    for name in ("local", "local-slurm", "local-cluster"):
         assert off_site[name]["modules_system"] == "lmod"

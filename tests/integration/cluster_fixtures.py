@@ -1,0 +1,60 @@
+"""Helpers of the multi-node cluster tests: what of a cluster is left on this machine,
+seen without the harness's own bookkeeping (ip, losetup, the mount table, /proc)."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+
+from iostack import paths
+
+IOSTACK = str(paths.REPO / "bin" / "iostack")
+
+
+def run(*argv, env=None, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def leftovers(state: pathlib.Path, prefix: str) -> list[str]:
+    """Network namespaces and links named with the cluster's prefix, loop devices backed
+    by files of its state directory, mounts under it, and processes whose command line
+    names it (every daemon of a node is started with its config from there)."""
+    out = [f"netns {n}" for n in run("ip", "netns", "list").stdout.split()
+           if n.startswith(prefix)]
+    links = json.loads(run("ip", "-j", "link", "show").stdout or "[]")
+    out += [f"link {link['ifname']}" for link in links if link["ifname"].startswith(prefix)]
+    out += [f"loop {line}" for line in run("losetup", "-a").stdout.splitlines()
+            if str(state) in line]
+    out += [f"mount {line}" for line in pathlib.Path("/proc/self/mountinfo").read_text().splitlines()
+            if str(state) in line]
+    for proc in pathlib.Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if proc.name.isdigit() and str(state) in cmdline and int(proc.name) != os.getpid():
+            out.append(f"process {proc.name}: {cmdline[:120]}")
+    return out
+
+
+def last_attempts(report: dict) -> dict:
+    """Each test case's last attempt (the nightly retries once), by display name and
+    partition."""
+    out = {}
+    for attempt in report["runs"]:
+        for tc in attempt["testcases"]:
+            out[f"{tc['display_name']}@{tc['partition']}"] = tc
+    return out
+
+
+def nightly(cluster, root: pathlib.Path, *reframe_args, timeout=1800):
+    """`bin/iostack nightly` on local-cluster with a running cluster; (process, report)."""
+    p = run(IOSTACK, "nightly", "--site", "local", "--system", "local-cluster", "--root", root,
+            "--", *reframe_args, env=cluster.env(), timeout=timeout)
+    print(p.stdout[-6000:], p.stderr[-3000:])
+    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
+                     key=os.path.getmtime)
+    assert reports, "ReFrame wrote no report"
+    return p, json.loads(reports[-1].read_text())

@@ -1,0 +1,242 @@
+"""The multi-node cluster for real (`bin/iostack cluster`, lib/iostack/cluster.py): the
+nodes of ansible/inventories/local-cluster as namespaces of this machine, each with its
+own slurmd, sshd and XFS scratch. The short forms of what the nightly runs on it: an MPI
+job over three nodes, [OCI-OpenFOAM]'s seven staging steps on a coarse motorBike for 10
+iterations, and the per-node hardware check with one node drifted. Then `down`, and a
+killed `up`, leave nothing behind. Needs root."""
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+from cluster_fixtures import IOSTACK, last_attempts, leftovers, nightly, run
+
+from iostack import cluster as harness
+
+pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,
+                                reason=harness.unavailable_reason() or "")
+
+HELLO = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#define BYTES (1 << 20)
+static char out[BYTES], in[BYTES];
+int main(int argc, char **argv) {
+    int rank, size, sum = 0, per_node = 2;
+    char host[64];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gethostname(host, sizeof host);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    /* 1 MiB to the same slot on the next node, from the previous one */
+    memset(out, rank, BYTES);
+    MPI_Sendrecv(out, BYTES, MPI_CHAR, (rank + per_node) % size, 0, in, BYTES, MPI_CHAR,
+                 (rank - per_node + size) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int from = (rank - per_node + size) % size, ok = 1;
+    for (int i = 0; i < BYTES; i++) ok &= in[i] == (char)from;
+    printf("rank %d of %d on %s sum %d received %s\n", rank, size, host, sum, ok ? "ok" : "BAD");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = harness.LocalCluster(tmp_path_factory.mktemp("cl"))
+    c.start()
+    yield c
+    c.down(quiet=True)
+
+
+def nodes(cluster):
+    return [n.name for n in cluster.nodes]
+
+
+def test_every_node_of_the_inventory_is_idle_in_its_partition(cluster):
+    p = run("sinfo", "-h", "-N", "-o", "%N %P %T", env=cluster.env())
+    assert sorted(p.stdout.split("\n")[:-1]) == [
+        "node1 compute-nps1* idle", "node2 compute-nps1* idle", "node3 compute-nps1* idle",
+        "node4 compute-nps2 idle"]
+
+
+def test_each_node_has_its_own_name_address_and_scratch(cluster):
+    seen = {}
+    for node in cluster.nodes:
+        p = cluster.ssh(node.name, "hostname; ip -4 -o addr show eth0; "
+                        "findmnt -n -o SOURCE,FSTYPE /mnt/localdisk; "
+                        "readlink -f /run/iostack-node/dev/nvme0n1; cat /etc/fstab")
+        assert p.returncode == 0, p.stderr
+        lines = p.stdout.splitlines()
+        assert lines[0] == node.name
+        assert f" {node.address}/24 " in lines[1]
+        source, fstype = lines[2].split()
+        assert (source, fstype) == (lines[3], "xfs")
+        uuid = run("blkid", "-p", "-s", "UUID", "-o", "value", source).stdout.strip()
+        assert f"UUID={uuid} /mnt/localdisk xfs defaults,noatime" in p.stdout
+        seen[node.name] = source
+    assert len(set(seen.values())) == len(seen)     # every node its own device
+    # mounted in the nodes only: the host's mount table has none of them
+    mounts = pathlib.Path("/proc/self/mounts").read_text()
+    assert not any(dev + " " in mounts for dev in seen.values())
+    # the nodes reach each other by name, over their own sshd
+    p = cluster.ssh("node1", "ssh node3 hostname")
+    assert p.stdout.strip() == "node3", p.stderr
+    # POSIX shared memory is the node's own too
+    cluster.ssh("node1", "echo node1 > /dev/shm/iostack-cluster-test")
+    assert cluster.ssh("node1", "cat /dev/shm/iostack-cluster-test").stdout == "node1\n"
+    assert cluster.ssh("node2", "ls /dev/shm").stdout == ""
+    assert not pathlib.Path("/dev/shm/iostack-cluster-test").exists()
+
+
+def test_srun_starts_mpi_ranks_on_three_nodes_over_tcp(cluster, tmp_path):
+    if not shutil.which("mpicc"):
+        pytest.skip("no mpicc (libopenmpi-dev)")
+    (tmp_path / "hello.c").write_text(HELLO)
+    subprocess.run(["mpicc", "-o", str(tmp_path / "hello"), str(tmp_path / "hello.c")], check=True)
+    veths = [n.veth for n in cluster.nodes[:3]]
+
+    def received_by_host_side(dev):   # bytes the node sent into the bridge
+        return int(pathlib.Path(f"/sys/class/net/{dev}/statistics/rx_bytes").read_text())
+
+    before = [received_by_host_side(v) for v in veths]
+    p = run("srun", "-p", "compute-nps1", "-N", "3", "--ntasks-per-node=2", "--mpi=pmix",
+            tmp_path / "hello", env={**cluster.env(), "OMPI_MCA_btl": "self,tcp"}, timeout=300)
+    assert p.returncode == 0, p.stderr
+    ranks = sorted(tuple(m.groups()) for m in re.finditer(
+        r"^rank (\d+) of (\d+) on (\S+) sum (\d+) received (\w+)$", p.stdout, re.M))
+    assert ranks == [(str(r), "6", f"node{r // 2 + 1}", "15", "ok") for r in range(6)]
+    # each node sent its two ranks' MiB to the next node through its veth
+    sent = [received_by_host_side(v) - b for v, b in zip(veths, before, strict=True)]
+    assert all(s >= 2 << 20 for s in sent), sent
+
+
+def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
+    p, report = nightly(cluster, tmp_path, "-n", "MotorBikeStagingCheck",
+                        "-S", "surface_level=3", "-S", "background_cells=10,4,4",
+                        "-S", "end_time=10")
+    cases = last_attempts(report)
+    by_partition = {tc["partition"]: tc for tc in cases.values()}
+    assert by_partition["nps1"]["result"] == "pass", by_partition["nps1"]["fail_reason"]
+    assert by_partition["nps2"]["result"] == "skip"     # one node there
+    assert p.returncode == 0
+    tc = by_partition["nps1"]
+    script = (pathlib.Path(tc["stagedir"] if os.path.isdir(tc["stagedir"]) else
+                           tc["outputdir"]) / "rfm_job.sh").read_text()
+    assert "#SBATCH --partition=compute-nps1" in script
+    assert "nvme-stage fan-out --own-ranks" in script and "nvme-stage collect" in script
+    assert "srun --mpi=pmix simpleFoam -parallel" in script
+    output = (pathlib.Path(tc["outputdir"]) / "rfm_job.out").read_text()
+    # both runs' solver logs are kept, each under its own name
+    kept = {p.name for p in pathlib.Path(tc["outputdir"]).glob("*.log.*")}
+    assert {"case.log.simpleFoam", "shared-run.log.simpleFoam"} <= kept, kept
+    # fan-out and collect went over the cluster's ssh to the other nodes
+    assert re.search(r"rsync .*--rsh=ssh .*node2:/mnt/localdisk/", output)
+    assert re.search(r"rsync .*--rsh=ssh node3:/mnt/localdisk/", output)
+    values = {k.split(":")[-1]: v[0] for k, v in tc["perfvalues"].items()}
+    steps = ["stage_in", "decompose", "fan_out", "potential", "solve", "collect", "stage_out"]
+    assert all(values[f"seconds_{s}"] > 0 for s in steps)
+    assert values["seconds_total"] == pytest.approx(sum(values[f"seconds_{s}"] for s in steps))
+    # every node removed its copy
+    for node in nodes(cluster)[:3]:
+        assert cluster.ssh(node, "ls /mnt/localdisk/iostack-rfm").stdout.strip() == ""
+    with capsys.disabled():
+        print("\n  staging (s): " + ", ".join(f"{s} {values[f'seconds_{s}']:.2f}" for s in steps)
+              + f"; NVMe {values['seconds_total']:.1f} vs shared "
+              f"{values['seconds_total_shared']:.1f} ({values['nvme_against_shared']:+.1%}, "
+              "[OCI-OpenFOAM]: -26.2%)", end="")
+
+
+def test_distributed_hardware_check_names_the_drifted_node(cluster, tmp_path):
+    # node2's scratch loses noatime: a real mount option, in node2's namespace only
+    drift = cluster.ssh("node2", "mount --options-mode ignore -o remount,relatime /mnt/localdisk")
+    assert drift.returncode == 0, drift.stderr
+    try:
+        p, report = nightly(cluster, tmp_path, "-n", "NodeHardwareCheck", "--distribute=all")
+    finally:
+        cluster.ssh("node2", "mount --options-mode ignore -o remount,noatime /mnt/localdisk")
+    results = {tc["display_name"].split("%.nid=")[1].split()[0]: tc
+               for tc in last_attempts(report).values()}
+    assert sorted(results) == nodes(cluster)
+    assert {n: tc["result"] for n, tc in results.items()} == {
+        "node1": "pass", "node2": "fail", "node3": "pass", "node4": "pass"}
+    assert "node2: /mnt/localdisk is mounted without noatime" in results["node2"]["fail_reason"]
+    assert p.returncode != 0
+
+
+def test_down_leaves_nothing(cluster):
+    assert cluster.down() == []
+    assert leftovers(cluster.state, cluster.prefix) == []
+
+
+def test_a_killed_up_is_cleaned_by_down(tmp_path):
+    """`up` killed while its daemons start: namespaces, loop devices, mounts and processes
+    exist; `down` from the state directory alone removes them all."""
+    state = tmp_path / "killed"
+    up = subprocess.Popen([IOSTACK, "cluster", "up", "--state-dir", str(state)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (state / "log" / "slurmd-node2.console").exists():
+        assert up.poll() is None and time.monotonic() < deadline, "up never reached its daemons"
+        time.sleep(0.1)
+    os.kill(up.pid, signal.SIGKILL)
+    up.wait()
+    prefix = harness.LocalCluster(state).prefix
+    before = leftovers(state, prefix)
+    kinds = {item.split()[0] for item in before}
+    assert {"netns", "link", "loop", "mount", "process"} <= kinds, before
+    p = run(IOSTACK, "cluster", "down", "--state-dir", state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "nothing left" in p.stdout
+    assert leftovers(state, prefix) == []
+
+
+def test_bad_places_are_refused_in_one_line(tmp_path):
+    p = run(IOSTACK, "cluster", "up", "--state-dir", "/mnt/localdisk/cluster")
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        "iostack: error: state directory /mnt/localdisk/cluster is under /mnt/localdisk, "
+        "which is private to each node; use another"]
+    p = run(IOSTACK, "cluster", "env", "--state-dir", tmp_path)
+    assert (p.returncode, p.stderr.strip()) == (2, f"iostack: error: no cluster is up in {tmp_path}")
+
+
+def test_nightly_starts_and_stops_its_own_cluster(tmp_path):
+    """`nightly --system local-cluster --local-slurm`: a cluster for the run only."""
+    p = run(IOSTACK, "nightly", "--site", "local", "--system", "local-cluster", "--local-slurm",
+            "--root", tmp_path, "--", "-n", "NodeHardwareCheck",
+            env={"SLURM_CONF": "", "IOSTACK_CLUSTER_SSH_CONFIG": ""})
+    print(p.stdout[-3000:], p.stderr[-2000:])
+    assert p.returncode == 0
+    assert "starting the multi-node cluster" in p.stdout and "local Slurm cluster stopped" in p.stdout
+    assert re.search(r"Ran 2/2 test case\(s\)", p.stdout)      # one node of each partition
+    assert leftovers(tmp_path / "cluster", harness.LocalCluster(tmp_path / "cluster").prefix) == []
+
+
+def test_a_node_lets_go_of_what_the_host_unmounts(tmp_path):
+    """A node's mount namespace is a slave of the host's: a file system the host unmounts
+    after `up` (where its mounts are shared, as systemd makes them) is gone from the nodes
+    too, rather than kept busy there until `down`."""
+    shared = tmp_path / "shared"
+    (shared / "inner").mkdir(parents=True)
+    run("mount", "--bind", shared, shared)
+    run("mount", "--make-shared", shared)
+    c = harness.LocalCluster(tmp_path / "cl")
+    try:
+        assert run("mount", "-t", "tmpfs", "tmpfs", shared / "inner").returncode == 0
+        c.start()
+        in_node = f"findmnt -n -o FSTYPE {shared / 'inner'}"
+        assert c.ssh("node1", in_node).stdout.strip() == "tmpfs"
+        assert run("umount", shared / "inner").returncode == 0
+        assert c.ssh("node1", in_node).stdout.strip() == ""
+    finally:
+        c.down(quiet=True)
+        run("umount", "-R", shared)
+    assert leftovers(c.state, c.prefix) == []
