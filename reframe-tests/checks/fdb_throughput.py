@@ -32,19 +32,17 @@ FdbWriterScalingCheck is [OIFS-HECToR]'s NWRTOUT experiment on one node: the sam
 archived by 1, 2, 4, ... concurrent writers (key path, each with its own (member, step)
 keys) against as many concurrent fio jobs, reporting each count's ratio and the best.
 
-FDB 5.10.8 tunables, each confirmed on the Debian build (gdb on the handles' constructors,
-strace of the writes and syncs) before being made a parameter here:
-- FDB_ASYNC_WRITE (fdbAsyncWrite): archive through eckit's AIOHandle;
-- fdbSizeAsyncBuffer / fdbNbAsyncBuffers: that handle's buffers (async only);
-- fdbBufferSize: the synchronous FDBFileHandle's buffer;
-- FDB_DATA_SYNC_ON_FLUSH (fdbDataSyncOnFlush): fdatasync of the data files on flush, in
-  synchronous mode only (the sync audit holds every variant to what it claims).
-The two with environment variables are set that way; the others have none in 5.10.8 and
-are read from eckit's resource file $FDB_HOME/etc/config/local, which the job writes.
+FDB's tunables the variants set: FDB_ASYNC_WRITE (fdbAsyncWrite: archive through eckit's
+AIOHandle) and FDB_DATA_SYNC_ON_FLUSH (fdbDataSyncOnFlush: fdatasync of the data files at
+flush, which only the synchronous writer does) as environment variables; fdbBufferSize (the
+synchronous FDBFileHandle's buffer), fdbSizeAsyncBuffer and fdbNbAsyncBuffers (AIOHandle's)
+in eckit's resource file $FDB_HOME/etc/config/local, which the job writes (FDB 5.10.8 has
+no variables for them). What each variant syncs is not taken on trust: the audit checks it
+in every job.
 
 fdb-hammer 5.10.8 quirks the workload works around: its reader asks for the template's
 level whatever --nlevels says, so the template is on level 1 and nlevels is 1; and its
-parameter ids 11 and up need other product templates, so nparams is at most 7. The
+parameter ids 8 and up need other product templates, so nparams is at most 7. The
 template is an ensemble member (type pf, stream enfo) because fdb-hammer sets `number`.
 """
 import reframe as rfm

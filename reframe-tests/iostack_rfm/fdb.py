@@ -31,8 +31,9 @@ DURABILITY = {
     'sync-flush': {'async_write': False, 'data_sync_on_flush': True, 'end_sync': False},
     # synchronous writes, no data sync at flush: both sides end with a syncfs
     'sync-end': {'async_write': False, 'data_sync_on_flush': False, 'end_sync': True},
-    # eckit's asynchronous writer: FDB 5.10.8 (eckit 1.20) and 5.13 issue no data sync at
-    # all in this mode, whatever fdbDataSyncOnFlush says, so both sides end with a syncfs
+    # eckit's asynchronous writer: FDB 5.10.8 with eckit 1.20 issues no data sync at all in
+    # this mode, whatever fdbDataSyncOnFlush says (every job's sync audit checks it, whichever
+    # FDB), so both sides end with a syncfs
     'async-end': {'async_write': True, 'data_sync_on_flush': False, 'end_sync': True},
 }
 
