@@ -67,10 +67,8 @@ WORKLOADS = {
 GRID = (721, 1440)
 SCRIPT = paths.REFRAME_DIR / 'iostack_rfm' / 'templates' / 'fdb-throughput.sh'
 LIST_REQUEST = 'class=od,expver=0001'
-
-
-def _sizes(check):
-    return ['+fdb +small-io'] if check.size == 'small' else ['+fdb -small-io']
+#: iostack_rfm.fdb.write_figures' figures and their units
+FIGURES = (('fdb_write_ratio', 'ratio'), ('fdb_write_bw', 'MiB/s'), ('raw_write_bw', 'MiB/s'))
 
 
 class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
@@ -94,7 +92,7 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
     @run_after('init')
     def choose_partitions(self):
         # the small workload where the node is CI-sized, the large one everywhere else
-        self.valid_systems = _sizes(self)
+        self.valid_systems = ['+fdb +small-io'] if self.size == 'small' else ['+fdb -small-io']
 
     @property
     def workload(self):
@@ -232,8 +230,7 @@ class FdbThroughputCheck(FdbWriteMeasurement):
     @run_after('init')
     def set_perf_variables(self):
         figures = self.figures(1)
-        for var, unit in (('fdb_write_ratio', 'ratio'), ('fdb_write_bw', 'MiB/s'),
-                          ('raw_write_bw', 'MiB/s')):
+        for var, unit in FIGURES:
             self.perf_variables[var] = sn.make_performance_function(figures[var], unit)
         self.perf_variables['fdb_cpu_per_gib'] = sn.make_performance_function(
             self.cpu_per_gib(1), 's/GiB')
@@ -272,7 +269,8 @@ class FdbThroughputCheck(FdbWriteMeasurement):
                                                   1, int), n),
                     sn.assert_eq(sn.extractsingle(r'^Bytes read:\s*(\S+)', 'hammer-read.out', 1,
                                                   float),
-                                 sn.sum(parsed(fdb.hammer_stats, self._writer_outs(1, 1),
+                                 sn.sum(parsed(fdb.hammer_stats,
+                                               self._writer_outs(1, self.repeats),
                                                name='Bytes written')))]
         else:
             # every field read back byte for byte, under the key decoding would give it
@@ -311,8 +309,7 @@ class FdbWriterScalingCheck(FdbWriteMeasurement):
         self.audit_steps = self.audit_steps and max(self.audit_steps, self.writer_counts[-1])
         for n in self.writer_counts:
             figures = self.figures(n)
-            for var, unit in (('fdb_write_ratio', 'ratio'), ('fdb_write_bw', 'MiB/s'),
-                              ('raw_write_bw', 'MiB/s')):
+            for var, unit in FIGURES:
                 self.perf_variables[f'{var}_writers_{n}'] = sn.make_performance_function(
                     figures[var], unit)
 
