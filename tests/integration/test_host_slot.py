@@ -74,7 +74,7 @@ def run(tmp_path, *extra):
     p = subprocess.run(
         [str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG), "--system",
          "local", "--prefix", str(root / "reframe"), "-c", str(tmp_path / "checks"), "-r",
-         "--exec-policy=async", "--keep-stage-files", *extra],
+         "--exec-policy=async", "--keep-stage-files", "-p", "builtin", *extra],
         capture_output=True, text=True, env=env, timeout=300)
     print(p.stdout[-3000:], p.stderr[-2000:])
     assert p.returncode == 0
