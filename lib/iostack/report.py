@@ -2,6 +2,10 @@
 morning: per check and performance variable, a PNG of its values over time with the
 reference band, and a table of the latest results. The sessions come from ReFrame's results
 DB (iostack.results).
+
+Variables of a sweep within one job, named `<variable>_<axis>_<count>` (FDB writers,
+NetCDF ranks), are drawn against the count instead, one chart per check, variable and axis
+from the latest session that has them.
 """
 from __future__ import annotations
 
@@ -28,6 +32,19 @@ def bounds(ref, lower, upper):
     return lo, hi
 
 
+#: a variable of a sweep: its name, the axis swept and the count
+SWEEP = re.compile(r"^(?P<var>.+)_(?P<axis>writers|ranks)_(?P<count>\d+)$")
+
+
+def _label(tc: dict) -> str:
+    return (f"{tc['system']}:{tc['partition']}+{tc['environ']} "
+            f"{' '.join(tc['name'].split()[1:])}").strip()
+
+
+def _finite(pv) -> bool:
+    return isinstance(pv.value, (int, float)) and math.isfinite(pv.value)
+
+
 def series(sessions: list[dict]) -> dict[tuple, list[dict]]:
     """(check, perf var) -> points {t, value, low, high, result, label, session}."""
     out: dict[tuple, list[dict]] = {}
@@ -35,7 +52,7 @@ def series(sessions: list[dict]) -> dict[tuple, list[dict]]:
         info = session["session_info"]
         for tc in results.last_attempts(session).values():
             for var, pv in results.perf_values(tc).items():
-                if not isinstance(pv.value, (int, float)) or not math.isfinite(pv.value):
+                if not _finite(pv) or SWEEP.match(var):
                     continue
                 lo, hi = bounds(pv.ref, pv.lower, pv.upper)
                 out.setdefault((results.check_of(tc), var), []).append({
@@ -43,8 +60,7 @@ def series(sessions: list[dict]) -> dict[tuple, list[dict]]:
                     "value": pv.value, "low": lo, "high": hi, "unit": pv.unit or "",
                     "result": pv.result or tc.get("result"),
                     "no_baseline": references.is_no_baseline(pv.ref),
-                    "label": f"{tc['system']}:{tc['partition']}+{tc['environ']} "
-                             f"{' '.join(tc['name'].split()[1:])}".strip(),
+                    "label": _label(tc),
                     "session": info.get("uuid"),
                 })
     return out
@@ -99,6 +115,55 @@ def plot(check: str, var: str, points: list[dict], out: pathlib.Path) -> pathlib
              fontsize=7, color="0.35")
     fig.tight_layout()
     path = out / f"{_slug(check)}__{_slug(var)}.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def sweeps(sessions: list[dict]) -> dict[tuple, dict]:
+    """(check, var, axis) -> {"session", "unit", "lines": {label: [(count, value)]}} from
+    the latest session with that sweep."""
+    out: dict[tuple, dict] = {}
+    for session in sessions:
+        found: dict[tuple, dict] = {}
+        for tc in results.last_attempts(session).values():
+            for name, pv in results.perf_values(tc).items():
+                m = SWEEP.match(name)
+                if m and _finite(pv):
+                    sweep = found.setdefault((results.check_of(tc), m["var"], m["axis"]), {
+                        "session": session["session_info"].get("uuid"), "unit": pv.unit or "",
+                        "lines": {}})
+                    sweep["lines"].setdefault(_label(tc), []).append((int(m["count"]),
+                                                                      pv.value))
+        out.update(found)
+    for sweep in out.values():
+        for points in sweep["lines"].values():
+            points.sort()
+    return out
+
+
+def plot_sweep(check: str, var: str, axis: str, sweep: dict, out: pathlib.Path) -> pathlib.Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4.8), dpi=100)
+    counts = sorted({n for points in sweep["lines"].values() for n, _ in points})
+    for label, points in sorted(sweep["lines"].items()):
+        ax.plot(*zip(*points, strict=True), "-o", markersize=4, linewidth=1.2, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(counts, [str(n) for n in counts])
+    ax.set_xlabel(axis)
+    unit = sweep["unit"]
+    ax.set_ylabel(f"{var} ({unit})" if unit else var)
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{check}: {var} by {axis}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.text(0.01, 0.01, f"session {sweep['session']}", fontsize=7, color="0.35")
+    fig.tight_layout()
+    path = out / f"{_slug(check)}__{_slug(var)}__by_{axis}.png"
     fig.savefig(path)
     plt.close(fig)
     return path
@@ -168,6 +233,11 @@ def write(site: str, sessions: list[dict], out: pathlib.Path) -> pathlib.Path:
         figures.append(f"<figure><img src='{html.escape(png.name)}' alt='{html.escape(check)} "
                        f"{html.escape(var)} over time'><figcaption>{html.escape(check)}: "
                        f"{html.escape(var)}</figcaption></figure>")
+    for (check, var, axis), sweep in sorted(sweeps(sessions).items()):
+        png = plot_sweep(check, var, axis, sweep, out)
+        figures.append(f"<figure><img src='{html.escape(png.name)}' alt='{html.escape(check)} "
+                       f"{html.escape(var)} by {axis}'><figcaption>{html.escape(check)}: "
+                       f"{html.escape(var)} by {axis}</figcaption></figure>")
     failures = info.get("num_failures", 0)
     summary = (f"{len(sessions)} stored session(s); latest {html.escape(info.get('uuid', ''))} "
                f"started {html.escape(info.get('time_start', ''))} on {html.escape(info.get('hostname', ''))}: "

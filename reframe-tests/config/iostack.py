@@ -53,6 +53,7 @@ _RFM_ROOT = paths.REFRAME_DIR
 if str(_RFM_ROOT) not in sys.path:
     sys.path.insert(0, str(_RFM_ROOT))
 import iostack_rfm.launchers  # noqa: E402,F401  (registers launcher `mpirun-ranks`)
+from iostack_rfm import slots  # noqa: E402
 
 # Default under reframe-tests/output/ (git-ignored) for runs by hand.
 _STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT / 'output'))
@@ -93,6 +94,10 @@ _MPI_ENVIRONMENT = {'cc': 'mpicc', 'cxx': 'mpicxx', 'ftn': 'mpif90'}
 _MPI_FEATURES = ['mpi', 'openmp']
 _OPENMP_FLAG = {'omp_flag': '-fopenmp'}
 # ---
+
+# Every job and build on this host shares its slot, which timed checks take to themselves
+# (iostack_rfm.slots).
+_LOCAL_PREPARE += [slots.share_host(_STATE)]
 
 # Seed 003: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
 # block:cyclic (ranks fill a node, then round-robin over its sockets).

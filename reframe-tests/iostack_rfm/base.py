@@ -12,7 +12,9 @@
   in a check made of steps (`steps_job`, see AppCheck) the job's own line runs on the batch
   host and MPI programs are steps started by `mpi_command()`;
 - job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.fdbconfig`,
-  `python3 -m iostack_rfm.gribcompare`, ... (standard library only).
+  `python3 -m iostack_rfm.gribcompare`, ... (standard library only);
+- timing: a check tagged `performance` gets its node to itself: ReFrame's exclusive access
+  on batch systems, and the host slot where jobs share a host (iostack_rfm.slots).
 
 `parsed(reader, *paths, **options)` calls a reader of iostack_rfm (text in, value out) on
 files of the job, in the sanity or performance phase.
@@ -41,7 +43,7 @@ from reframe.core.exceptions import SanityError
 from reframe.core.logging import getlogger
 
 from iostack import paths, references, stack
-from iostack_rfm import steps
+from iostack_rfm import slots, steps
 
 # Open MPI refuses to start as root unless told twice; CI containers run as root.
 OPENMPI_AS_ROOT = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
@@ -189,6 +191,13 @@ class IostackMixin(rfm.RegressionTestPlugin):
             return      # mpi_command() adds them to each MPI step; builds launch nothing
         options = self.current_partition.extras.get('launcher_options', [])
         self.job.launcher.options += [o for o in options if o not in self.job.launcher.options]
+
+    @run_before('run', always_last=True)
+    def take_the_host_when_timed(self):
+        if 'performance' in self.tags:
+            self.exclusive_access = True
+            if slots.TAKE_HOST not in self.prerun_cmds:
+                self.prerun_cmds = [slots.TAKE_HOST, *self.prerun_cmds]
 
     def mpi_command(self, *extra):
         """The launch command for the job's ranks, for a step that starts an MPI program:

@@ -70,3 +70,14 @@ class NetcdfOutputBenchBuild(CMakeBuild):
     app_features = ['netcdf']
     sourcesdir = str(paths.SRC / 'netcdf-output-bench')
     program = 'netcdf-output-bench'
+
+
+class FdbArchiveBenchBuild(CMakeBuild):
+    """src/fdb-archive-bench ([OIFS-HECToR]'s archive path of the IFS I/O server) against the
+    environment's FDB, found by CMake's find_package(fdb5): Debian's libfdb5-dev, or a
+    Spack-built fdb on CMAKE_PREFIX_PATH (its module)."""
+
+    descr = 'build fdb-archive-bench (CMake, libfdb5, ecCodes)'
+    app_features = ['fdb']
+    sourcesdir = str(paths.SRC / 'fdb-archive-bench')
+    program = 'fdb-archive-bench'

@@ -8,13 +8,25 @@
 
 #include "workload.h"
 
+/* When the benchmark itself makes written data durable: never (what the library does
+ * anyway, e.g. netCDF-4's syncs at enddef and close), after every output step that wrote
+ * to a file, or once per file before closing it. */
+typedef enum { NOB_SYNC_NONE, NOB_SYNC_STEP, NOB_SYNC_CLOSE } nob_sync_mode;
+
+typedef struct {
+    nob_sync_mode sync;
+    int independent;         /* NetCDF field writes independent, not collective */
+} nob_io_options;
+
 typedef struct {
     const char *name;
     /* Create every file of the run and define all metadata up front. */
     void *(*create)(const void *lib, const nob_layout *l, const char *dir, int file_per_field,
-                    MPI_Comm comm);
+                    const nob_io_options *io, MPI_Comm comm);
     /* Write nrec consecutive records of one field from a local block. */
     void (*write)(void *h, int type, int field, int rec0, int nrec, const float *block);
+    /* Make the files of one output type durable: fsync, nc_sync, ncmpi_sync. */
+    void (*sync)(void *h, int type);
     void (*close)(void *h);
     void *(*open_read)(const void *lib, const nob_layout *l, const char *dir,
                        int file_per_field, MPI_Comm comm);

@@ -42,6 +42,11 @@ static int collective(int ncid, int varid)
     return nc_var_par_access(ncid, varid, NC_COLLECTIVE);
 }
 
+static int independent(int ncid, int varid)
+{
+    return nc_var_par_access(ncid, varid, NC_INDEPENDENT);
+}
+
 static int vara(int ncid, int varid, int ndims, const size_t *start, const size_t *count,
                 void *buf, nob_nc_transfer what)
 {
@@ -62,10 +67,10 @@ static int dim_len(int ncid, const char *name, size_t *len)
 /* in the order of nob_nc_library's members */
 static const nob_nc_library netcdf = {
     nc_strerror, create, open_read, nc_def_dim, def_var, def_field, put_text,
-    nc_enddef, collective, vara, dim_len, nc_inq_varid, nc_close,
+    nc_enddef, collective, vara, dim_len, nc_inq_varid, nc_close, nc_sync, independent,
 };
 
 const nob_backend nob_backend_netcdf = {
-    "netcdf", nob_nc_create, nob_nc_write, nob_nc_close, nob_nc_open_read, nob_nc_read,
+    "netcdf", nob_nc_create, nob_nc_write, nob_nc_sync, nob_nc_close, nob_nc_open_read, nob_nc_read,
     &netcdf,
 };

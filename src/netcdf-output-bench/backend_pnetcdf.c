@@ -64,9 +64,11 @@ static int dim_len(int ncid, const char *name, size_t *len)
 static const nob_nc_library pnetcdf = {
     ncmpi_strerror, create, open_read, def_dim, def_var, /* def_field */ NULL, put_text,
     ncmpi_enddef, /* collective */ NULL, vara, dim_len, ncmpi_inq_varid, ncmpi_close,
+    ncmpi_sync, /* independent */ NULL,
 };
 
 const nob_backend nob_backend_pnetcdf = {
-    "pnetcdf", nob_nc_create, nob_nc_write, nob_nc_close, nob_nc_open_read, nob_nc_read,
+    "pnetcdf", nob_nc_create, nob_nc_write, nob_nc_sync, nob_nc_close, nob_nc_open_read,
+    nob_nc_read,
     &pnetcdf,
 };

@@ -80,10 +80,11 @@ static posix_files *posix_open(const nob_layout *l, const char *dir, MPI_Comm co
 }
 
 static void *posix_create(const void *lib, const nob_layout *l, const char *dir,
-                          int file_per_field, MPI_Comm comm)
+                          int file_per_field, const nob_io_options *io, MPI_Comm comm)
 {
     (void)lib;
     (void)file_per_field;
+    (void)io;
     return posix_open(l, dir, comm, 1);
 }
 
@@ -157,6 +158,15 @@ static void posix_read(void *vh, int type, int field, int rec0, int nrec, float 
         }
 }
 
+/* the files are rank 0's alone */
+static void posix_sync(void *vh, int type)
+{
+    posix_files *h = vh;
+    for (int f = 0; f < nob_types[type].nfields; f++)
+        if (h->fd[type][f] >= 0 && fsync(h->fd[type][f]) != 0)
+            nob_fail(h->comm, "fsync", strerror(errno));
+}
+
 static void posix_close(void *vh)
 {
     posix_files *h = vh;
@@ -172,5 +182,5 @@ static void posix_close(void *vh)
 }
 
 const nob_backend nob_backend_posix = {
-    "posix", posix_create, posix_write, posix_close, posix_open_read, posix_read, NULL,
+    "posix", posix_create, posix_write, posix_sync, posix_close, posix_open_read, posix_read, NULL,
 };

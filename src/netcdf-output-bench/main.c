@@ -21,6 +21,8 @@
 
 enum { MODE_SERIAL, MODE_SEPARATE, MODE_COMBINED, MODE_BATCHING, NMODES };
 static const char *const mode_names[NMODES] = {"serial", "separate", "combined", "batching"};
+/* in nob_sync_mode's order */
+static const char *const sync_names[] = {"none", "step", "close"};
 
 enum { EXIT_USAGE = 1, EXIT_VERIFY_FAILED = 2 };
 
@@ -31,6 +33,7 @@ typedef struct {
     int days, batch;
     const char *output_dir;
     int verify, verify_only, plan_only;
+    nob_io_options io;
 } options;
 
 static void usage(FILE *out)
@@ -42,6 +45,11 @@ static void usage(FILE *out)
             "  --model inmcm6p|inmcm6m    grid sizes (default inmcm6p)\n"
             "  --days N                   simulated days (default 1)\n"
             "  --batch N                  records held per field in batching mode (default 8)\n"
+            "  --sync none|step|close     fsync / nc_sync / ncmpi_sync the files after every\n"
+            "                             output step that wrote them, or once before closing\n"
+            "                             (default none: only the library's own syncs)\n"
+            "  --access collective|independent   NetCDF field writes (default collective;\n"
+            "                             independent with --library netcdf only)\n"
             "  --output-dir DIR           where files go (default netcdf-output-bench.out)\n"
             "  --verify                   read the files back after writing and check them\n"
             "  --verify-only              only check files an earlier run wrote\n"
@@ -68,11 +76,12 @@ static int parse_options(int argc, char **argv, options *o, int rank)
         {"batch", required_argument, NULL, 'b'},   {"output-dir", required_argument, NULL, 'o'},
         {"verify", no_argument, NULL, 'v'},        {"verify-only", no_argument, NULL, 'V'},
         {"plan-only", no_argument, NULL, 'p'},     {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, '5'},       {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, '5'},       {"sync", required_argument, NULL, 's'},
+        {"access", required_argument, NULL, 'a'},  {NULL, 0, NULL, 0},
     };
-    const char *library = "netcdf";
+    const char *library = "netcdf", *bad = "invalid arguments";
     *o = (options){MODE_BATCHING, NULL, nob_find_model("inmcm6p"), 1, 8,
-                   "netcdf-output-bench.out", 0, 0, 0};
+                   "netcdf-output-bench.out", 0, 0, 0, {NOB_SYNC_NONE, 0}};
     int c;
     opterr = rank == 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -102,6 +111,20 @@ static int parse_options(int argc, char **argv, options *o, int rank)
         case 'v': o->verify = 1; break;
         case 'V': o->verify_only = 1; break;
         case 'p': o->plan_only = 1; break;
+        case 's': {
+            int k = 0;
+            while (k <= NOB_SYNC_CLOSE && strcmp(optarg, sync_names[k]) != 0)
+                k++;
+            if (k > NOB_SYNC_CLOSE)
+                goto bad;
+            o->io.sync = (nob_sync_mode)k;
+            break;
+        }
+        case 'a':
+            if (strcmp(optarg, "collective") != 0 && strcmp(optarg, "independent") != 0)
+                goto bad;
+            o->io.independent = strcmp(optarg, "independent") == 0;
+            break;
         case 'h': if (rank == 0) usage(stdout); return -2;
         case '5': if (rank == 0) printf("netcdf-output-bench %s\n", NOB_VERSION); return -2;
         default: goto bad;
@@ -117,10 +140,14 @@ static int parse_options(int argc, char **argv, options *o, int rank)
         o->backend = &nob_backend_pnetcdf;
     else
         goto bad;
+    if (o->io.independent && o->backend != &nob_backend_netcdf) {
+        bad = "--access independent needs --library netcdf and a NetCDF mode";
+        goto bad;
+    }
     return 0;
 bad:
     if (rank == 0) {
-        fprintf(stderr, "netcdf-output-bench: invalid arguments\n");
+        fprintf(stderr, "netcdf-output-bench: %s\n", bad);
         usage(stderr);
     }
     return -1;
@@ -163,7 +190,9 @@ static void print_plan(const options *o)
 }
 
 /* The model loop: hourly steps; an output type emits a record every
- * period_hours. Only the backend calls are timed, not making the data. */
+ * period_hours. Only the backend calls are timed, not making the data, in three phases:
+ * create (files and metadata), write (records, and --sync step's syncs), close (with
+ * --sync close's syncs). */
 static void run_write(const options *o, const nob_layout *l, MPI_Comm comm)
 {
     int file_per_field = o->mode == MODE_SERIAL || o->mode == MODE_SEPARATE;
@@ -172,7 +201,8 @@ static void run_write(const options *o, const nob_layout *l, MPI_Comm comm)
     int nheld[NOB_NTYPES] = {0};
     size_t record_values[NOB_NTYPES];
     uint64_t checksum = 0;
-    double io = 0.0, t0;
+    enum { CREATE, WRITE, CLOSE, NPHASES };
+    double phase[NPHASES] = {0}, t0;
 
     for (int t = 0; t < NOB_NTYPES; t++) {
         int cap = batch < nob_total_records(l, &nob_types[t]) ? batch
@@ -185,8 +215,9 @@ static void run_write(const options *o, const nob_layout *l, MPI_Comm comm)
 
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
-    void *files = o->backend->create(o->backend->lib, l, o->output_dir, file_per_field, comm);
-    io += MPI_Wtime() - t0;
+    void *files = o->backend->create(o->backend->lib, l, o->output_dir, file_per_field, &o->io,
+                                     comm);
+    phase[CREATE] += MPI_Wtime() - t0;
 
     for (int day = 0; day < o->days; day++)
         for (int hour = 1; hour <= NOB_HOURS_PER_DAY; hour++)
@@ -209,27 +240,37 @@ static void run_write(const options *o, const nob_layout *l, MPI_Comm comm)
                 for (int f = 0; f < ty->nfields; f++)
                     o->backend->write(files, t, f, rec0, nheld[t],
                                       held[t] + record_values[t] * (size_t)f * cap);
-                io += MPI_Wtime() - t0;
+                if (o->io.sync == NOB_SYNC_STEP)
+                    o->backend->sync(files, t);
+                phase[WRITE] += MPI_Wtime() - t0;
                 nheld[t] = 0;
             }
 
     t0 = MPI_Wtime();
+    if (o->io.sync == NOB_SYNC_CLOSE)
+        for (int t = 0; t < NOB_NTYPES; t++)
+            o->backend->sync(files, t);
     o->backend->close(files);
-    io += MPI_Wtime() - t0;
+    phase[CLOSE] += MPI_Wtime() - t0;
     for (int t = 0; t < NOB_NTYPES; t++)
         free(held[t]);
 
-    double io_max;
+    /* the slowest rank's total, and each phase's slowest rank */
+    double io = phase[CREATE] + phase[WRITE] + phase[CLOSE], io_max, phase_max[NPHASES];
     uint64_t checksum_all;
     MPI_Reduce(&io, &io_max, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    MPI_Reduce(phase, phase_max, NPHASES, MPI_DOUBLE, MPI_MAX, 0, comm);
     MPI_Reduce(&checksum, &checksum_all, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
     if (l->rank == 0) {
         uint64_t bytes = nob_data_bytes(l->model, o->days);
         printf("netcdf-output-bench: mode=%s library=%s model=%s ranks=%d days=%d batch=%d"
-               " bytes=%" PRIu64 " seconds=%.6f MiB/s=%.2f files=%d checksum=%016" PRIx64 "\n",
+               " bytes=%" PRIu64 " seconds=%.6f MiB/s=%.2f files=%d checksum=%016" PRIx64
+               " sync=%s access=%s create_seconds=%.6f write_seconds=%.6f close_seconds=%.6f\n",
                mode_names[o->mode], o->backend->name, l->model->name, l->nranks, o->days, batch,
                bytes, io_max, io_max > 0 ? bytes / 1048576.0 / io_max : 0.0,
-               file_count(o->mode), checksum_all);
+               file_count(o->mode), checksum_all, sync_names[o->io.sync],
+               o->io.independent ? "independent" : "collective", phase_max[CREATE],
+               phase_max[WRITE], phase_max[CLOSE]);
         fflush(stdout);
     }
 }

@@ -175,7 +175,7 @@ static void define_file(nc_files *h, int type, int f0, int f1, const char *path)
 }
 
 void *nob_nc_create(const void *lib, const nob_layout *l, const char *dir, int file_per_field,
-                    MPI_Comm comm)
+                    const nob_io_options *io, MPI_Comm comm)
 {
     nc_files *h = new_files(lib, l, file_per_field, comm);
     char path[4096];
@@ -189,6 +189,10 @@ void *nob_nc_create(const void *lib, const nob_layout *l, const char *dir, int f
             nob_file_path(path, sizeof path, dir, &nob_types[t], 0, 0, "nc");
             define_file(h, t, 0, nob_types[t].nfields, path);
         }
+        /* the fields' access as asked (define_file leaves every variable collective) */
+        if (io->independent)
+            for (int f = 0; f < nob_types[t].nfields; f++)
+                NC_TRY(h, h->lib->independent(h->ncid[t][f], h->varid[t][f]));
     }
     return h;
 }
@@ -252,6 +256,14 @@ void nob_nc_write(void *h, int type, int field, int rec0, int nrec, const float 
 void nob_nc_read(void *h, int type, int field, int rec0, int nrec, float *block)
 {
     transfer(h, type, field, rec0, nrec, block, NOB_GET_FLOAT);
+}
+
+void nob_nc_sync(void *vh, int type)
+{
+    nc_files *h = vh;
+    for (int f = 0; f < nob_types[type].nfields; f++)
+        if (h->file_per_field || f == 0)
+            NC_TRY(h, h->lib->sync(h->ncid[type][f]));
 }
 
 void nob_nc_close(void *vh)

@@ -35,15 +35,20 @@ typedef struct {
     int (*dim_len)(int ncid, const char *name, size_t *len);
     int (*var_id)(int ncid, const char *name, int *varid);
     int (*close)(int ncid);
+    /* flush a file to storage, collectively */
+    int (*sync)(int ncid);
+    /* per-variable independent access, or NULL where the library has none here */
+    int (*independent)(int ncid, int varid);
 } nob_nc_library;
 
 /* the nob_backend functions of a NetCDF backend; `lib` is its nob_nc_library */
 void *nob_nc_create(const void *lib, const nob_layout *l, const char *dir, int file_per_field,
-                    MPI_Comm comm);
+                    const nob_io_options *io, MPI_Comm comm);
 void *nob_nc_open_read(const void *lib, const nob_layout *l, const char *dir,
                        int file_per_field, MPI_Comm comm);
 void nob_nc_write(void *h, int type, int field, int rec0, int nrec, const float *block);
 void nob_nc_read(void *h, int type, int field, int rec0, int nrec, float *block);
+void nob_nc_sync(void *h, int type);
 void nob_nc_close(void *h);
 
 #endif

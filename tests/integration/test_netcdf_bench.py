@@ -71,10 +71,11 @@ def bench(tmp_path_factory) -> pathlib.Path:
     return build / "netcdf-output-bench"
 
 
-def mpirun(bench: pathlib.Path, *args, np: int = 2, check: bool = True):
-    cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
+def mpirun(bench: pathlib.Path, *args, np: int = 2, check: bool = True, prefix=()):
+    """`prefix` runs mpirun under another program (strace)."""
+    cmd = [*prefix, "mpirun", "--oversubscribe", "-np", str(np)]
     if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
+        cmd.insert(len(prefix) + 1, "--allow-run-as-root")
     env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
     proc = subprocess.run(cmd + [str(bench), *map(str, args)], capture_output=True, text=True,
                           env=env, timeout=120)

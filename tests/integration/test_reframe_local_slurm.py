@@ -31,7 +31,7 @@ def nightly(local_slurm, tmp_path_factory):
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
          "local-slurm", "--root", str(root), "--", "-S", "valid_prog_environs=builtin",
          "-n", "FdbBitIdentityCheck%grib_input=synthetic",
-         "-n", "FdbThroughputCheck"],
+         "-n", "FdbThroughputCheck", "-S", "FdbThroughputCheck.repeats=1"],
         capture_output=True, text=True, timeout=1200, env={**os.environ, **local_slurm.env()})
     print(p.stdout[-6000:], p.stderr[-3000:])
     reports = results.run_reports(root / "reframe")
@@ -61,8 +61,8 @@ def test_jobs_ran_as_slurm_jobs(nightly):
     _, report = nightly
     for tc in results.last_attempts(report).values():
         assert tc["system"] == "local-slurm" and tc["scheduler"] == "squeue"
-        if tc["build_locally"] and tc["name"].startswith("GribGenBuild"):
-            continue
+        if tc["build_locally"] and results.check_of(tc).endswith("Build"):
+            continue  # builds run on this host, outside Slurm
         # a Slurm job id (squeue does not always report the node of a job that ended fast)
         assert str(tc["jobid"]).isdigit(), tc["name"]
 
@@ -75,7 +75,7 @@ def test_throughput_values_through_srun_are_sane(nightly):
         values = results.perf_values(tc)
         ratio, ref = values["fdb_write_ratio"][:2]
         assert 0.01 < ratio < 20 and not references.is_no_baseline(ref)
-        assert all(1 < values[v][0] < 1e6 for v in ("fdb_write_bw", "raw_write_bw", "fdb_read_bw"))
+        assert all(1 < values[v][0] < 1e6 for v in ("fdb_write_bw", "raw_write_bw"))
         script = open(os.path.join(tc["stagedir"] if os.path.isdir(tc["stagedir"])
                                    else tc["outputdir"], "rfm_job.sh")).read()
         assert "#SBATCH --partition=iostack" in script and "\nsrun " in script

@@ -20,10 +20,12 @@ pytestmark = pytest.mark.skipif(
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # Debian's packages (`builtin`): the `stack` environment needs a deployed Spack stack, which
-# the spack tier tests (tests/spack), smoke check included
+# the spack tier tests (tests/spack), smoke check included; one pass per throughput
+# variant: this tests the nightly, not FDB
 # (-S, not -p: ReFrame 4.10 drops -p when it expands --mode's options)
 THESE_CHECKS = ["-S", "valid_prog_environs=builtin",
-                "-n", "FdbBitIdentityCheck%grib_input=synthetic", "-n", "FdbThroughputCheck"]
+                "-n", "FdbBitIdentityCheck%grib_input=synthetic", "-n", "FdbThroughputCheck",
+                "-S", "FdbThroughputCheck.repeats=1"]
 
 
 def iostack(*args, env=None, timeout=900):
@@ -60,7 +62,8 @@ def test_every_case_of_the_nightly_passes(nightly):
     for tc in cases(report):
         by_check.setdefault(results.check_of(tc), []).append(tc["result"])
     assert by_check["FdbBitIdentityCheck"] == ["pass"] * 3
-    # the nightly's throughput variants: async on/off x sync on flush on/off, default buffers
+    # the nightly's throughput variants: fdb-hammer at the three durabilities, the key path
+    # at FDB's default one, default buffers
     assert by_check["FdbThroughputCheck"] == ["pass"] * 4
     assert p.returncode == 0
 
@@ -71,13 +74,16 @@ def test_throughput_values_are_present_and_sane(nightly):
     assert {tc["size"] for tc in throughput} == {"small"}
     for tc in throughput:
         values = results.perf_values(tc)
-        assert set(values) == {"fdb_write_ratio", "fdb_write_bw", "raw_write_bw", "fdb_read_bw"}
+        read = {"fdb_read_bw"} if tc["path"] == "message" else set()
+        assert set(values) == {"fdb_write_ratio", "fdb_write_bw", "raw_write_bw",
+                               "fdb_cpu_per_gib"} | read
         ratio, ref, lower = values["fdb_write_ratio"][:3]
         assert 0.01 < ratio < 20 and values["fdb_write_ratio"][4] == "ratio"
         # judged against the committed baseline, not the no-baseline placeholder
         assert not references.is_no_baseline(ref) and lower == -0.7
-        for var in ("fdb_write_bw", "raw_write_bw", "fdb_read_bw"):
+        for var in {"fdb_write_bw", "raw_write_bw"} | read:
             assert values[var][0] > 1 and values[var][0] < 1e6 and values[var][4] == "MiB/s", var
+        assert 0 < values["fdb_cpu_per_gib"][0] < 1000 and values["fdb_cpu_per_gib"][4] == "s/GiB"
 
 
 def test_the_session_names_the_stack_it_ran_on(nightly):
@@ -133,8 +139,9 @@ def test_record_baseline_writes_the_run_with_its_provenance(nightly, tmp_path):
         assert entry["provenance"]["spack_lock_sha256"] == session["spack_lock_sha256"]
 
 
-ONE_VARIANT = ["-n", "FdbThroughputCheck%size=small%async_write=False%data_sync_on_flush=True%buffer_mib=64",
-               "-S", "valid_prog_environs=builtin", "--max-retries=0"]
+ONE_VARIANT = ["-n", "FdbThroughputCheck%size=small%durability=sync-flush%path=message%buffer_mib=64",
+               "-S", "valid_prog_environs=builtin", "-S", "FdbThroughputCheck.repeats=1",
+               "--max-retries=0"]
 
 
 def test_a_system_without_baseline_fails_until_one_is_recorded(tmp_path):

@@ -45,15 +45,26 @@ def test_every_committed_number_says_where_it_comes_from(path):
                         assert prov["source"].startswith("["), (cls, partition, variant, var)
 
 
-def test_the_local_systems_have_baselines_for_the_nightly_throughput_variants():
-    section = references.load(REFS / "fdb_throughput.yaml")["FdbThroughputCheck"]
+#: the nightly's variants of the timed FDB and NetCDF checks on the local systems
+NIGHTLY_VARIANTS = {
+    ("fdb_throughput.yaml", "FdbThroughputCheck"): [
+        {"size": "small", "durability": d, "path": p, "buffer_mib": 64}
+        for d, p in (("sync-flush", "message"), ("sync-end", "message"),
+                     ("async-end", "message"), ("sync-flush", "key"))],
+    ("fdb_throughput.yaml", "FdbWriterScalingCheck"): [
+        {"size": "small", "durability": "sync-flush"}],
+    ("netcdf_output.yaml", "NetcdfOutputCheck"): [
+        {"size": "small", "library": lib} for lib in ("netcdf", "pnetcdf")],
+}
+
+
+@pytest.mark.parametrize("file,check", list(NIGHTLY_VARIANTS))
+def test_the_local_systems_have_baselines_for_the_nightly_timed_variants(file, check):
+    section = references.load(REFS / file)[check]
     for partition in ("local:default", "local-slurm:default"):
-        for async_write in (False, True):
-            for sync in (True, False):
-                variant = references.variant_key({"size": "small", "async_write": async_write,
-                                                  "data_sync_on_flush": sync,
-                                                  "buffer_mib": 64})
-                assert references.has_baseline(section, partition, variant), (partition, variant)
+        for params in NIGHTLY_VARIANTS[(file, check)]:
+            variant = references.variant_key(params)
+            assert references.has_baseline(section, partition, variant), (partition, variant)
 
 
 SECTION = {

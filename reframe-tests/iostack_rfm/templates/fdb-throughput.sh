@@ -1,35 +1,106 @@
 #!/bin/bash
-# The measurement of checks/fdb_throughput.py, run under the partition's launcher:
-#   fdb-throughput.sh IO_DIR REPEATS NFIELDS TEMPLATE HAMMER_ARGS...
-# REPEATS times: the raw sequential write of the file system (fio, as many bytes as FDB
-# will archive, a field per write, fsync at the end), then fdb-hammer archiving the fields
-# into a fresh FDB in the same directory. Then the fields are listed and read back once.
-# Outputs: fio-write-N.json, hammer-write-N.out, hammer-read.out, "fields listed=" on stdout.
+# The measurement of checks/fdb_throughput.py: FDB archiving against a raw write of the same
+# bytes with the same durability, in the same directory, with 1 or more concurrent writers.
+#
+#   fdb-throughput.sh IO_DIR DURABILITY REPEATS "WRITER COUNTS" NSTEPS MEMBERS \
+#                     FIELDS_PER_FLUSH FIELD_BYTES AUDIT_STEPS -- FDB_WRITER ARGS...
+#
+# FDB_WRITER ARGS is one writer's command; %W (its index), %N (the number of writers) and %S
+# (the steps) are replaced. The workload is MEMBERS x NSTEPS (member, step) pairs, each
+# FIELDS_PER_FLUSH fields followed by a flush; writer W of N archives every N-th pair from
+# the W-th, and its raw counterpart (a fio job of its own) writes as many bytes, a field per
+# write.
+# DURABILITY (FDB's side is set by the check's environment):
+#   sync-flush  FDB fdatasyncs its data at every flush; fio fdatasyncs after every
+#               FIELDS_PER_FLUSH writes (the last one an fsync, --end_fsync)
+#   sync-end, async-end   neither side syncs its data; both end with `sync -f IO_DIR`
+#               (syncfs), whose time is each side's last
+# AUDIT_STEPS > 0: first, one pass with that many steps and the largest writer count under
+# strace (fdatasync, fsync, sync, syncfs), untimed: audit-{raw,fdb}*.strace. Then, REPEATS
+# times, for each writer count N, the raw write, then FDB into a fresh root:
+#   raw-N-R.json (fio), raw-N-R.time, fdb-N-R-W.out (the writer's statistics),
+#   fdb-N-R-W.time (its real/user/sys seconds), {raw,fdb}-N-R-sync.time (syncfs)
+# The FDB root of the last pass is left for the check to read back.
 set -u
-io=$1 repeats=$2 nfields=$3 template=$4
-shift 4
+io=$1 durability=$2 repeats=$3 counts=$4 nsteps=$5 members=$6 per_flush=$7 field=$8 audit=$9
+shift 10
+writer=("$@")
+TIMEFORMAT='real=%3R user=%3U sys=%3S'
+TRACE=(strace -f -qq -y -e 'trace=fdatasync,fsync,sync,syncfs')
 
-# One I/O measurement per node at a time: ReFrame runs several jobs at once on a node
-# (and CI may run other tests), and two writers would each measure half a disk.
-exec 9>"${TMPDIR:-/tmp}/iostack-io-measurement.lock"
-flock 9
+case $durability in
+    sync-flush) raw_sync=(--fdatasync="$per_flush" --end_fsync=1) ;;
+    sync-end|async-end) raw_sync=() ;;
+    *) echo "fdb-throughput.sh: unknown durability '$durability'" >&2; exit 2 ;;
+esac
+if [ "$audit" -gt 0 ] && ! command -v strace > /dev/null; then
+    echo "fdb-throughput.sh: the sync audit needs strace, which is not on PATH" >&2
+    exit 2
+fi
 
-field=$(stat -c %s "$template")
-bytes=$((field * nfields))
-echo "raw write bytes=$bytes field bytes=$field fields=$nfields"
-mkdir -p "$io"
-for i in $(seq 1 "$repeats"); do
+# (member, step) pairs of writer $1 of $2, with $3 steps
+pairs_of() { echo $(( (members * $3 - $1 + $2 - 1) / $2 )); }
+
+# run PREFIX TRACE COMMAND...: under strace into PREFIX.strace, or timed into PREFIX.time
+run() {
+    local prefix=$1 trace=$2
+    shift 2
+    if [ "$trace" = 1 ]; then
+        "${TRACE[@]}" -o "$prefix.strace" "$@"
+    else
+        { time "$@"; } 2> "$prefix.time"
+    fi
+}
+
+# end_sync PREFIX TRACE: the end variants' syncfs of the I/O directory's file system
+end_sync() {
+    [ "$durability" = sync-flush ] || run "$1-sync" "$2" sync -f "$io"
+}
+
+# raw PREFIX N STEPS TRACE: N fio jobs at once, job W writing writer W's bytes
+raw() {
+    local prefix=$1 n=$2 steps=$3 trace=$4 jobs=() w
+    for ((w = 0; w < n; w++)); do
+        jobs+=(--name="raw-w$w" --size=$(( $(pairs_of "$w" "$n" "$steps") * per_flush * field )))
+    done
+    run "$prefix" "$trace" fio --output-format=json --output="$prefix.json" --directory="$io" \
+        --ioengine=psync --rw=write --bs="$field" "${raw_sync[@]}" "${jobs[@]}"
+    echo "fio writers=$n rc=$?"
+    end_sync "$prefix" "$trace"
+    rm -f "$io"/raw-w*
+}
+
+# fdb PREFIX N STEPS TRACE: N writers at once into a fresh FDB root
+fdb() {
+    local prefix=$1 n=$2 steps=$3 trace=$4 pids=() w args
     rm -rf "$io/fdb-root"
     python3 -m iostack.fdbconfig --root "$io/fdb-root" --out fdb-config.yaml > /dev/null
-    fio --name=raw-write --filename="$io/raw-write.dat" --rw=write --bs="$field" \
-        --size="$bytes" --ioengine=psync --end_fsync=1 --output-format=json \
-        --output="fio-write-$i.json"
-    echo "fio rc=$?"
-    rm -f "$io/raw-write.dat"
-    fdb-hammer --statistics "$@" "$template" > "hammer-write-$i.out"
-    echo "fdb-hammer write rc=$?"
+    for ((w = 0; w < n; w++)); do
+        args=("${writer[@]//%W/$w}")
+        args=("${args[@]//%N/$n}")
+        args=("${args[@]//%S/$steps}")
+        run "$prefix-$w" "$trace" "${args[@]}" > "$prefix-$w.out" &
+        pids+=($!)
+    done
+    for w in "${!pids[@]}"; do
+        wait "${pids[$w]}"
+        echo "fdb writer=$w writers=$n rc=$?"
+    done
+    end_sync "$prefix" "$trace"
+}
+
+mkdir -p "$io"
+read -ra counts <<< "$counts"
+echo "durability=$durability field bytes=$field steps=$nsteps members=$members" \
+     "fields per flush=$per_flush writer counts=${counts[*]}"
+if [ "$audit" -gt 0 ]; then
+    raw audit-raw "${counts[-1]}" "$audit" 1
+    fdb audit-fdb "${counts[-1]}" "$audit" 1
+    echo "sync audit done writers=${counts[-1]} steps=$audit"
+fi
+for r in $(seq 1 "$repeats"); do
+    for n in "${counts[@]}"; do
+        raw "raw-$n-$r" "$n" "$nsteps" 0
+        fdb "fdb-$n-$r" "$n" "$nsteps" 0
+    done
 done
-echo "fields listed=$(fdb-list --porcelain class=od,expver=0001 | grep -c '^{')"
-fdb-hammer --read --statistics "$@" "$template" > hammer-read.out
-echo "fdb-hammer read rc=$?"
-rm -rf "$io/fdb-root"
