@@ -22,7 +22,8 @@ name, version, target = sys.argv[1], sys.argv[2], sys.argv[3]
 cls = spack.repo.PATH.get_pkg_class(name)
 print("has_code", cls.has_code, "versions", sorted(str(v) for v in cls.versions))
 spec = types.SimpleNamespace(version=Version(version))
-fake = types.SimpleNamespace(spec=spec, stage=types.SimpleNamespace(source_path=target))
+fake = types.SimpleNamespace(spec=spec, stage=types.SimpleNamespace(source_path=target),
+                             name=name, SOURCE_SHA256=cls.SOURCE_SHA256)
 try:
     if hasattr(cls, "copy_in_repo_source"):
         cls.copy_in_repo_source(fake)

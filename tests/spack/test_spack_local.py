@@ -72,7 +72,7 @@ def test_modules_load_clean_and_debian_fdb_stays_beside(local_deploy):
     assert lines[0] == "5.13.106"
     assert "IOR-4.0.0" in lines[1]
     assert lines[2].startswith(str(root / "opt"))
-    assert lines[3] == "nvme-stage 1.0.0"
+    assert lines[3] == "nvme-stage 1.1.0"
     assert lines[4] == "5.10.8"  # Debian's FDB, the second one
     assert not any("-" in f.stem and len(f.stem) > 20 for f in core.rglob("*.lua"))  # no hashes
 

@@ -1,5 +1,6 @@
 """Recipes in packages/ that reuse a builtin name must subclass the builtin recipe."""
 import ast
+import re
 
 import pytest
 
@@ -49,3 +50,54 @@ def test_recipe_shadowing_a_builtin_subclasses_it(name):
 
 def test_the_extended_builtins_are_all_here():
     assert BUILTIN_NAMES_WE_EXTEND <= set(recipes())
+
+
+# --- in-repo sources: a changed source needs a new version --------------------------------
+
+def load_in_repo(monkeypatch):
+    """packages/spack_repo/iostack/in_repo.py, with Spack's InstallError stood in for."""
+    import importlib.util
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "spack", types.ModuleType("spack"))
+    stub = types.ModuleType("spack.package")
+    stub.InstallError = type("InstallError", (Exception,), {})
+    monkeypatch.setitem(sys.modules, "spack.package", stub)
+    spec = importlib.util.spec_from_file_location("in_repo", PACKAGES.parent / "in_repo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def in_repo_recipes():
+    out = []
+    for name in recipes():
+        text = (PACKAGES / name / "package.py").read_text()
+        if "checked_source(" in text:
+            source = re.search(r'checked_source\(\s*self,\s*"([^"]+)"', text).group(1)
+            version = re.search(r'version\("([^"]+)"\)', text).group(1)
+            recorded = dict(re.findall(r'"([\d.]+)":\s*"([0-9a-f]{64})"', text))
+            out.append((name, source, version, recorded))
+    return out
+
+
+@pytest.mark.parametrize("name,source,version,recorded", in_repo_recipes(),
+                         ids=[r[0] for r in in_repo_recipes()])
+def test_in_repo_source_is_the_one_its_version_names(monkeypatch, name, source, version, recorded):
+    in_repo = load_in_repo(monkeypatch)
+    actual = in_repo.tree_sha256(in_repo.source_dir(source))
+    assert recorded.get(version) == actual, (
+        f"src/{source} changed: give {name} a new version (in its source and its recipe) "
+        f"and record SOURCE_SHA256 {{'<new>': '{actual}'}}")
+
+
+def test_a_changed_tree_has_another_digest(monkeypatch, tmp_path):
+    in_repo = load_in_repo(monkeypatch)
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    before = in_repo.tree_sha256(str(tmp_path))
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "main.o").write_bytes(b"\0")
+    assert in_repo.tree_sha256(str(tmp_path)) == before      # build products do not count
+    (tmp_path / "main.c").write_text("int main(void) { return 1; }\n")
+    assert in_repo.tree_sha256(str(tmp_path)) != before

@@ -17,7 +17,7 @@ def test_local_roots_come_from_the_lock_with_a_version_query_each():
     assert roots["eccodes"].is_external and roots["eccodes"].external_prefix == "/usr"
     assert not roots["fdb"].is_external
     assert roots["fdb"].modules_to_load() == ["openmpi/4.1.4", "fdb/5.13.106"]
-    assert roots["nvme-stage"].modules_to_load() == ["nvme-stage/1.0.0"]
+    assert roots["nvme-stage"].modules_to_load() == ["nvme-stage/1.1.0"]
 
 
 @pytest.mark.parametrize("site", sites.spack_sites())

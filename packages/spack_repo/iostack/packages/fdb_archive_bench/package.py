@@ -22,6 +22,8 @@ class FdbArchiveBench(CMakePackage):
     # in its CMakeLists.txt (checked before configuring).
     has_code = False
     version("1.0.0")
+    # sha256 of src/fdb-archive-bench per version (in_repo.tree_sha256): a changed source needs a new one
+    SOURCE_SHA256 = {"1.0.0": "9860e8ece4aa9d4cf19c4c10ac80bf0c693fb3403b666af2660b1eb1db704a52"}
 
     depends_on("cxx", type="build")
     depends_on("cmake@3.18:", type="build")
@@ -34,5 +36,5 @@ class FdbArchiveBench(CMakePackage):
         """Bring the in-repo tree into the stage, so the build never reads from the checkout
         after this point and `spack install` stays offline."""
         source = checked_source(self, "fdb-archive-bench", "CMakeLists.txt",
-                                r"project\(\s*\S+\s+VERSION\s+(\S+)")
+                                r"project\(\s*\S+\s+VERSION\s+(\S+)", self.SOURCE_SHA256)
         copy_tree(source, self.stage.source_path)

@@ -21,6 +21,8 @@ class NetcdfOutputBench(CMakePackage):
     # match project(VERSION) in its CMakeLists.txt (checked before configuring).
     has_code = False
     version("1.1.0")
+    # sha256 of src/netcdf-output-bench per version (in_repo.tree_sha256): a changed source needs a new one
+    SOURCE_SHA256 = {"1.1.0": "4d3e243862e5b80da7c7ade884ad2e47d8a7d846714ee0fb2d96e564fcbbfd5c"}
 
     depends_on("c", type="build")
     depends_on("cmake@3.18:", type="build")
@@ -35,5 +37,5 @@ class NetcdfOutputBench(CMakePackage):
         """Bring the in-repo tree into the stage, so the build never reads from the checkout
         after this point and `spack install` stays offline."""
         source = checked_source(self, "netcdf-output-bench", "CMakeLists.txt",
-                                r"project\(\s*\S+\s+VERSION\s+(\S+)")
+                                r"project\(\s*\S+\s+VERSION\s+(\S+)", self.SOURCE_SHA256)
         copy_tree(source, self.stage.source_path)

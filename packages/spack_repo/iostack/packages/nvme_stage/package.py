@@ -20,14 +20,17 @@ class NvmeStage(Package):
     # iostack commit pins it and no sha256 exists. The version must equal the script's
     # VERSION (checked at install).
     has_code = False
-    version("1.0.0")
+    version("1.1.0")
+    # sha256 of src/nvme-stage per version (in_repo.tree_sha256): a changed source needs a new one
+    SOURCE_SHA256 = {"1.1.0": "b374a4a107247d8cdc132290aa67f7d17f7c3c8248c309b5a077794b4bed5a94"}
 
     depends_on("rsync", type="run")
     # bash >= 4.4 (inherit_errexit, namerefs) is taken from the system, like ssh and
     # scontrol, which it calls.
 
     def install(self, spec, prefix):
-        source = checked_source(self, "nvme-stage", "nvme-stage", r"^readonly VERSION=(\S+)$")
+        source = checked_source(self, "nvme-stage", "nvme-stage", r"^readonly VERSION=(\S+)$",
+                                self.SOURCE_SHA256)
         mkdirp(prefix.bin)
         install(join_path(source, "nvme-stage"), prefix.bin)
         set_executable(join_path(prefix.bin, "nvme-stage"))
