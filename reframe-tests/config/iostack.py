@@ -1,21 +1,24 @@
-# ReFrame configuration for iostack: one system per site (same names as spack-env/sites/
-# and ansible/inventories/), plus `local-slurm`, the local site behind a single-node Slurm.
+# ReFrame configuration for iostack: the systems of each site's facts file (sites/<site>.yaml,
+# read through iostack.sites: host names, processors, Slurm partitions, scratch), with the
+# names of spack-env/sites/ and ansible/inventories/; `local-slurm` is the local site behind a
+# single-node Slurm.
 #
 # Checks choose partitions and environments by feature (`valid_systems = ['+fdb']`), never
 # by name, so a new site runs the suite once its partitions declare their features:
 #   fdb, grib     FDB5 and ecCodes tools and libraries are there (bit-identity, throughput)
 #   small-io      a CI-sized node: I/O checks run their small (seconds) variant here and
 #                 their large variant everywhere else
-#   lustre, nvme  the I/O directory is on Lustre / node-local NVMe
+#   lustre, nvme  the I/O directory is on Lustre / node-local NVMe (the facts' scratch)
 #   mpi           MPI jobs can be launched
-#   nps1, nps2    the nodes' NUMA-per-socket mode (seed 003)
+#   nps1, nps2, nps4  the nodes' NUMA-per-socket mode (seed 003)
 # and environments by `stack` (the site's Spack stack is usable in it) and by the
 # applications and benchmarks the site's stack has (reframe-tests/iostack_rfm/apps):
 #   openifs, openfoam, ior (IOR and mdtest), io500, netcdf (parallel netCDF-C and PnetCDF),
 #   nvme-stage, darshan (darshan-runtime, for LD_PRELOAD)
 #
 # Partition `extras` the checks read (iostack_rfm.site):
-#   io_dir            where I/O checks write (default: the stage directory)
+#   io_dir            where I/O checks write: the node group's scratch (default: the stage
+#                     directory)
 #   launcher_options  options every parallel launch of the partition gets (binding)
 #   mpi_launcher      the launcher MPI jobs use where the partition's own cannot start
 #                     ranks (the local scheduler's `local` launcher)
@@ -23,6 +26,9 @@
 # Environment `extras`:
 #   app_modules       {feature: [modules]} the app checks load for an application
 #                     feature; none where the application is on PATH (Debian's)
+# An environment's `modules` and `app_modules` are packages of the site's spack.lock (or
+# modules of its externals), built with the environment's compiler or a core compiler
+# (tests/unit/test_reframe_config.py).
 #
 # Environment variables:
 #   IOSTACK_RFM_STATE    <root>/reframe (set by bin/iostack): reports, perflogs, results DB
@@ -37,10 +43,13 @@ import os
 import pathlib
 import sys
 
-# The checks import iostack_rfm from beside this directory.
+# The checks import iostack_rfm from beside this directory, and the site facts from lib/.
 _RFM_ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(_RFM_ROOT) not in sys.path:
-    sys.path.insert(0, str(_RFM_ROOT))
+for _path in (_RFM_ROOT, _RFM_ROOT.parent / 'lib'):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from iostack import sites  # noqa: E402
 
 # Default under reframe-tests/output/ (git-ignored) for runs by hand.
 _STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT / 'output'))
@@ -62,37 +71,50 @@ _LOCAL_PREPARE = ['. "$(dirname "$LMOD_CMD")/../init/bash"']
 
 # Seed 003: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
-_OCI_BIND = {'nps1': '--cpu-bind=cores', 'nps2': '--cpu-bind=rank_ldom'}
+_OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
 
-# BM.Optimized3.36: 2 x 18-core Xeon 6354, SMT disabled in BIOS (seed 003).
-_OCI_PROCESSOR = {'arch': 'icelake', 'num_cpus': 36, 'num_cpus_per_core': 1,
-                  'num_cpus_per_socket': 18, 'num_sockets': 2}
+_LOCAL = sites.load('local')
+_CRAY_EX = sites.load('cray-ex')
+_OCI = sites.load('oci-bm-optimized3')
+
+
+def _slurm_partition(facts, group, features, **settings):
+    """A partition on one node group of a Slurm site: access, processor, scratch (`io_dir`)
+    and the features of its file system and NPS mode come from the site's facts."""
+    nodes = facts.nodes[group]
+    partition = {
+        'scheduler': 'slurm',
+        'access': nodes.slurm_access() + settings.pop('access', []),
+        'features': features + facts.io_features(group)
+                    + ([f'nps{nodes.nps}'] if nodes.nps is not None else []),
+        'extras': {'io_dir': nodes.scratch, **settings.pop('extras', {})},
+        **settings,
+    }
+    if nodes.reframe_processor():
+        partition['processor'] = nodes.reframe_processor()
+    return partition
 
 
 def _oci_partition(nps):
-    return {
-        'name': nps,
-        'descr': f'BM.Optimized3.36 nodes booted in {nps.upper()}, local NVMe',
-        'scheduler': 'slurm',
-        'launcher': 'srun',
-        'access': [f'--partition=compute-{nps}', '--exclusive'],
-        'environs': ['gnu'],
-        'max_jobs': 4,
-        'processor': _OCI_PROCESSOR,
-        'features': ['fdb', 'grib', 'mpi', 'nvme', nps],
-        'extras': {
-            'io_dir': '/mnt/localdisk/iostack-rfm',
-            'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic'],
-        },
-    }
+    nodes = _OCI.nodes[f'compute-nps{nps}']
+    return _slurm_partition(
+        _OCI, nodes.name, ['fdb', 'grib', 'mpi'],
+        name=f'nps{nps}',
+        descr=f"{nodes.bmc['shape']} nodes ({nodes.summary()}), local NVMe",
+        launcher='srun',
+        access=['--exclusive'],
+        environs=['gnu'],
+        max_jobs=4,
+        extras={'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic']},
+    )
 
 
 site_configuration = {
     'systems': [
         {
             'name': 'local',
-            'descr': 'plain Debian 12 node, local scheduler (the embedded default)',
-            'hostnames': ['.*'],
+            'descr': f'{_LOCAL.description}, local scheduler (the embedded default)',
+            'hostnames': _LOCAL.hostnames,
             'modules_system': 'lmod',
             'partitions': [
                 {
@@ -142,47 +164,39 @@ site_configuration = {
             ],
         },
         {
-            # HPE Cray EX, AMD EPYC Milan compute blades, Lustre (seed 000's platform).
+            # HPE Cray EX, Lustre (seed 000's platform).
             'name': 'cray-ex',
-            'descr': 'HPE Cray EX: Milan compute nodes, Lustre, Slurm',
-            'hostnames': [r'uan\d+', r'nid\d+', r'ln\d+'],
+            'descr': _CRAY_EX.description,
+            'hostnames': _CRAY_EX.hostnames,
             'modules_system': _SITE_MODULES,
             'partitions': [
-                {
-                    'name': 'compute',
-                    'descr': 'compute nodes (2 x 64-core EPYC 7763, SMT off)',
-                    'scheduler': 'slurm',
-                    'launcher': 'srun',
-                    'access': ['--partition=standard', '--qos=standard'],
-                    'environs': ['PrgEnv-cray', 'PrgEnv-gnu'],
-                    'max_jobs': 16,
-                    'processor': {'arch': 'zen3', 'num_cpus': 128, 'num_cpus_per_core': 1,
-                                  'num_cpus_per_socket': 64, 'num_sockets': 2},
-                    'features': ['fdb', 'grib', 'lustre', 'mpi'],
-                    'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
-                },
-                {
-                    # Seed 000: GNU builds for the login/serial nodes (post-processing).
-                    'name': 'serial',
-                    'descr': 'serial nodes for GNU tools and post-processing',
-                    'scheduler': 'slurm',
-                    'launcher': 'local',
-                    'access': ['--partition=serial', '--qos=serial'],
-                    'environs': ['PrgEnv-gnu'],
-                    'max_jobs': 4,
-                    'features': ['fdb', 'grib', 'lustre'],
-                    'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
-                },
+                _slurm_partition(
+                    _CRAY_EX, 'compute', ['fdb', 'grib', 'mpi'],
+                    name='compute',
+                    descr=f"compute nodes ({_CRAY_EX.nodes['compute'].summary()})",
+                    launcher='srun',
+                    environs=['PrgEnv-cray', 'PrgEnv-gnu'],
+                    max_jobs=16,
+                ),
+                # Seed 000: GNU builds for the login/serial nodes (post-processing).
+                _slurm_partition(
+                    _CRAY_EX, 'serial', ['fdb', 'grib'],
+                    name='serial',
+                    descr='serial nodes for GNU tools and post-processing',
+                    launcher='local',
+                    environs=['PrgEnv-gnu'],
+                    max_jobs=4,
+                ),
             ],
         },
         {
             # Oracle Cloud BM.Optimized3.36 cluster (seed 003): one Slurm partition per
             # NPS mode, the case on local NVMe.
             'name': 'oci-bm-optimized3',
-            'descr': 'OCI BM.Optimized3.36 HPC cluster, Slurm',
-            'hostnames': [r'hpc-login', r'hpc-node-\d+'],
+            'descr': _OCI.description,
+            'hostnames': _OCI.hostnames,
             'modules_system': _SITE_MODULES,
-            'partitions': [_oci_partition('nps1'), _oci_partition('nps2')],
+            'partitions': [_oci_partition(1), _oci_partition(2)],
         },
     ],
     'environments': [

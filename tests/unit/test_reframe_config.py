@@ -1,10 +1,11 @@
-"""The ReFrame configuration: every site is a system, partitions carry the features the
-checks select on, the nightly/weekly modes and the results DB are set up."""
+"""The ReFrame configuration: every site is a system built from its facts (sites/<site>.yaml),
+partitions carry the features the checks select on, the nightly/weekly modes and the results
+DB are set up."""
 import importlib.util
 
 import pytest
 
-from iostack import paths
+from iostack import paths, sites
 
 
 def load_config(monkeypatch, tmp_path, offsite=False):
@@ -64,8 +65,10 @@ def test_io_size_feature_splits_ci_nodes_from_clusters(config):
 def test_cray_ex_compute_and_its_programming_environments(config):
     p = partition(config, "cray-ex:compute")
     assert p["scheduler"] == "slurm" and p["launcher"] == "srun"
-    assert {"fdb", "grib", "lustre", "mpi"} <= set(p["features"])
+    assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
     assert p["access"] == ["--partition=standard", "--qos=standard"]
+    assert (p["processor"]["arch"], p["processor"]["num_cpus"]) == ("zen2", 128)
+    assert p["extras"]["io_dir"] == "/lus/scratch/iostack-rfm"
     assert set(p["environs"]) == {"PrgEnv-cray", "PrgEnv-gnu"}
     envs = {e["name"]: e for e in config["environments"]}
     for name in ("PrgEnv-cray", "PrgEnv-gnu"):
@@ -83,6 +86,29 @@ def test_oci_binds_as_seed_003_says(config):
     assert {"nvme", "nps1"} <= set(nps1["features"]) and "nps2" in nps2["features"]
     for p in (nps1, nps2):
         assert p["processor"]["num_cpus"] == 36 and p["processor"]["num_sockets"] == 2
+    assert nps1["access"] == ["--partition=compute-nps1", "--exclusive"]
+    assert nps2["access"] == ["--partition=compute-nps2", "--exclusive"]
+
+
+def test_systems_take_hosts_processors_partitions_and_scratch_from_the_facts(config):
+    """Every system a facts file lists is here; a partition on a node group of the facts has
+    that group's processor, Slurm access and scratch."""
+    by_name = systems(config)
+    for site in sites.names():
+        facts = sites.load(site)
+        for name in facts.systems:
+            system = by_name[name]
+            if name == site:
+                assert system["hostnames"] == facts.hostnames
+            for p in system["partitions"]:
+                groups = [g for g in facts.nodes.values()
+                          if g.slurm and g.slurm_access()[0] in p.get("access", [])]
+                if not groups:
+                    continue
+                (group,) = groups
+                assert p["access"][:len(group.slurm_access())] == group.slurm_access()
+                assert p.get("processor") == group.reframe_processor()
+                assert p["extras"]["io_dir"] == group.scratch
 
 
 def test_modes_retry_and_write_junit(config, tmp_path):
