@@ -22,8 +22,9 @@ def fresh_lock(site: str) -> tuple[dict, float]:
         spack_bin = pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"
         from iostack.run import run
 
-        run([spack_bin, "-e", tree / "sites" / site, "concretize", "--fresh", "--force"],
-            env_extra=env)
+        # through spack_offsite.py: a cluster's compilers are taken to target its libc
+        run([spack_bin, "-e", tree / "sites" / site, "python", paths.REPO / "lib" / "iostack" /
+             "spack_offsite.py", "concretize", "--fresh", "--force"], env_extra=env)
         elapsed = time.monotonic() - start
         return json.loads((tree / "sites" / site / "spack.lock").read_text()), elapsed
 

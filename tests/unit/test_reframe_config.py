@@ -1,11 +1,13 @@
 """The ReFrame configuration: every site is a system built from its facts (sites/<site>.yaml),
-partitions carry the features the checks select on, the nightly/weekly modes and the results
-DB are set up."""
+partitions carry the features the checks select on, every module an environment loads is in
+the site's spack.lock, the nightly/weekly modes and the results DB are set up."""
 import importlib.util
 
 import pytest
+import yaml
 
 from iostack import paths, sites
+from spack_lock import Lock
 
 
 def load_config(monkeypatch, tmp_path, offsite=False):
@@ -109,6 +111,54 @@ def test_systems_take_hosts_processors_partitions_and_scratch_from_the_facts(con
                 assert p["access"][:len(group.slurm_access())] == group.slurm_access()
                 assert p.get("processor") == group.reframe_processor()
                 assert p["extras"]["io_dir"] == group.scratch
+
+
+def _modules_of(env):
+    return env.get("modules", []) + [m for modules in env.get("extras", {}).get(
+        "app_modules", {}).values() for m in modules]
+
+
+def module_problems(env, site):
+    """Modules of an environment that the site's lock does not install (with the compiler of
+    the environment's PrgEnv, or a core compiler, whose modules are always visible)."""
+    lock = Lock.of(site)
+    external_modules = {m: s for s in lock.specs.values() if s.get("external")
+                        for m in (s["external"].get("module") or [])}
+    lmod = yaml.safe_load((paths.SPACK_ENV_SITES / site / "modules.yaml").read_text())
+    core = set(lmod["modules"]["default"]["lmod"].get("core_compilers", []))
+    compilers = {f"{s['name']}@{s['version']}" for m in _modules_of(env)
+                 if (s := external_modules.get(m)) and s["name"] in ("cce", "gcc")}
+    problems = []
+    for module in _modules_of(env):
+        if module in external_modules:
+            continue
+        built = [s for s in lock.named(module.split("/")[0]) if not s.get("external")]
+        if not built:
+            problems.append(f"{env['name']}@{site}: module {module}: no such package in "
+                            f"spack-env/sites/{site}/spack.lock")
+        elif compilers and not any(lock.compilers(s) <= compilers | core for s in built):
+            problems.append(f"{env['name']}@{site}: module {module}: the lock builds it with "
+                            f"{[sorted(lock.compilers(s)) for s in built]}, not "
+                            f"{sorted(compilers)} or a core compiler {sorted(core)}")
+    return problems
+
+
+def test_every_module_an_environment_loads_is_in_its_sites_lock(config):
+    problems = [p for env in config["environments"] for system in env["target_systems"]
+                for p in module_problems(env, sites.site_of_system(system))]
+    assert problems == []
+
+
+def test_a_module_the_lock_lacks_or_builds_with_another_compiler_is_named(config):
+    envs = {e["name"]: e for e in config["environments"]}
+    gnu = dict(envs["gnu"], modules=envs["gnu"]["modules"] + ["openifs"])
+    assert module_problems(gnu, "oci-bm-optimized3") == [
+        "gnu@oci-bm-optimized3: module openifs: no such package in "
+        "spack-env/sites/oci-bm-optimized3/spack.lock"]
+    prgenv_gnu = dict(envs["PrgEnv-gnu"], extras={"app_modules": {"openifs": ["openifs"]}})
+    assert module_problems(prgenv_gnu, "cray-ex") == [
+        "PrgEnv-gnu@cray-ex: module openifs: the lock builds it with [['cce@15.0.0']], not "
+        "['gcc@11.2.0'] or a core compiler ['gcc@11.2.0']"]
 
 
 def test_modes_retry_and_write_junit(config, tmp_path):

@@ -1,5 +1,5 @@
-"""Each site is described once, in sites/<site>.yaml. The facts validate; the Ansible
-inventory of each site agrees with them (the ReFrame systems read them:
+"""Each site is described once, in sites/<site>.yaml. The facts validate; the Spack site and
+the Ansible inventory of each site agree with them (the ReFrame systems read them:
 tests/unit/test_reframe_config.py); and a new facts file without its other parts fails here,
 each message naming a part that is missing."""
 import pathlib
@@ -185,6 +185,75 @@ def test_the_cli_refuses_a_site_whose_facts_are_wrong(monkeypatch, tmp_path, cap
     err = capsys.readouterr().err
     assert "local.yaml: top level: 'description' is a required property" in err
     assert "Traceback" not in err and err.count("\n") == 1
+
+
+# ---- the Spack site against the facts ----------------------------------------------------
+
+def _tokens(spec: str) -> set[str]:
+    return set(spec.split())
+
+
+def spack_disagreements(site: str) -> list[str]:
+    """Where spack-env/sites/<site>/packages.yaml says otherwise than the facts."""
+    facts = sites.load(site)
+    where = f"spack-env/sites/{site}/packages.yaml"
+    packages = yaml.safe_load((paths.SPACK_ENV_SITES / site / "packages.yaml").read_text())["packages"]
+    required = set().union(*(_tokens(r) for r in packages.get("all", {}).get("require", [])
+                             if isinstance(r, str)))
+    problems = []
+    wanted = [f"target={facts.target}"]
+    externals = [(name, e["spec"]) for name, entry in packages.items()
+                 for e in (entry or {}).get("externals", [])]
+    if facts.scheduler == "slurm":
+        # a cluster's lock is written elsewhere (CI): every node must name the cluster's OS
+        # (externals get the host's otherwise), and the libc the cluster's compilers target is
+        # declared (lib/iostack/spack_offsite.py)
+        wanted.append(f"os={facts.os}")
+        libcs = [spec for name, spec in externals if name in ("glibc", "musl")]
+        if [spec.split()[0] for spec in libcs] != [facts.libc]:
+            problems.append(f"{where}: the libc externals are {libcs}; declare the facts' "
+                            f"{facts.libc} (os={facts.os}), non-buildable, as the only one")
+        node = {f"os={facts.os}", f"target={facts.target}"}
+        problems += [f"{where}: external {spec!r} does not say {' '.join(sorted(node))}"
+                     for _, spec in externals if not node <= _tokens(spec)]
+    problems += [f"{where}: all: require lacks {w} (sites/{site}.yaml)"
+                 for w in wanted if w not in required]
+    # a Cray system has several gcc modules: an unversioned %gcc matches them all
+    problems += [f"{where}: external {spec!r} names a compiler without its version"
+                 for _, spec in externals
+                 for t in _tokens(spec) if t.startswith("%") and "@" not in t]
+    return problems
+
+
+@pytest.mark.parametrize("site", sites.names())
+def test_spack_site_agrees_with_the_facts(site):
+    assert spack_disagreements(site) == []
+
+
+def test_a_new_sites_packages_yaml_is_checked_against_its_facts(monkeypatch, tmp_path):
+    facts = yaml.safe_load((sites.FACTS / "oci-bm-optimized3.yaml").read_text())
+    (tmp_path / "newsite.yaml").write_text(yaml.safe_dump({**facts, "name": "newsite"}))
+    monkeypatch.setattr(sites, "FACTS", tmp_path)
+    (tmp_path / "newsite").mkdir()
+    (tmp_path / "newsite" / "packages.yaml").write_text(
+        "packages:\n  all:\n    require: [target=icelake]\n")
+    monkeypatch.setattr(paths, "SPACK_ENV_SITES", tmp_path)
+    assert spack_disagreements("newsite") == [
+        "spack-env/sites/newsite/packages.yaml: the libc externals are []; declare the facts' "
+        "glibc@2.28 (os=ol8), non-buildable, as the only one",
+        "spack-env/sites/newsite/packages.yaml: all: require lacks os=ol8 "
+        "(sites/newsite.yaml)"]
+
+
+def test_a_spack_site_that_says_another_os_or_libc_is_named(monkeypatch, tmp_path):
+    shutil.copytree(paths.SPACK_ENV_SITES / "cray-ex", tmp_path / "cray-ex")
+    f = tmp_path / "cray-ex" / "packages.yaml"
+    f.write_text(f.read_text().replace("glibc@2.31 os=sles15", "glibc@2.36 os=sles15")
+                 .replace("os=sles15 target=zen2 %gcc@11.2.0", "os=debian12 target=zen2 %gcc"))
+    monkeypatch.setattr(paths, "SPACK_ENV_SITES", tmp_path)
+    problems = "\n".join(spack_disagreements("cray-ex"))
+    assert "glibc@2.36" in problems and "declare the facts' glibc@2.31" in problems
+    assert "does not say os=sles15 target=zen2" in problems and "without its version" in problems
 
 
 # ---- the Ansible inventory against the facts ---------------------------------------------
