@@ -54,6 +54,7 @@ def main(argv):
         tty.die("usage: spack -e <env> python spack_offsite.py <spack command> [args...]")
     libc = declared_libc()
     if libc:
+        tty.msg(f"the site's compilers are taken to target its declared libc {libc[0]}")
         target_declared_libc(*libc)
     command = spack.main.SpackCommand(argv[0])
     command(*argv[1:], fail_on_error=False)
