@@ -258,6 +258,9 @@ def test_a_spack_site_that_says_another_os_or_libc_is_named(monkeypatch, tmp_pat
 
 # ---- the Ansible inventory against the facts ---------------------------------------------
 
+BIOS_DEFAULTS = yaml.safe_load((paths.REPO / "ansible/roles/bios/defaults/main.yml").read_text())
+
+
 def _hosts(patterns):
     """Host names of Ansible host patterns (`nid[001000:001003]`)."""
     return [h for p in patterns for h in (expand_hostname_range(p) if detect_range(p) else [p])]
@@ -322,6 +325,10 @@ def inventory_disagreements(site: str) -> list[str]:
             want["bios_cpu_vendor"] = (nodes.cpu or {}).get("vendor")
             want["bios_bmc_address"] = nodes.bmc["address"].replace(
                 "{host}", "{{ inventory_hostname }}")
+        shape_nps = BIOS_DEFAULTS["bios_shape_nps"].get(nodes.bmc.get("shape"))
+        if shape_nps is not None and nodes.nps not in shape_nps:
+            problems.append(f"sites/{site}.yaml: nodes/{name}: NPS{nodes.nps} is not one the "
+                            f"{nodes.bmc['shape']} shape offers ({shape_nps})")
         fs = facts.file_system_of(nodes.scratch) if nodes.scratch else None
         if fs and fs["type"] == "nvme":
             want["nvme_scratch_mount"] = fs["mount"]
@@ -354,8 +361,11 @@ def test_an_inventory_that_differs_from_the_facts_is_named(monkeypatch, tmp_path
     hosts = tmp_path / "oci-bm-optimized3" / "hosts.yml"
     hosts.write_text(hosts.read_text().replace("hpc-node-[3:4]", "hpc-node-[3:5]"))
     monkeypatch.setattr(paths, "ANSIBLE_INVENTORIES", pathlib.Path(tmp_path))
+    monkeypatch.setitem(BIOS_DEFAULTS["bios_shape_nps"], "BM.Optimized3.36", [1])
     assert inventory_disagreements("cray-ex") == [
         "ansible/inventories/cray-ex: compute: bios_nps is 1, the facts say 4 (nodes/compute)"]
     assert inventory_disagreements("oci-bm-optimized3") == [
         "ansible/inventories/oci-bm-optimized3: group compute_nps2 has "
-        "['hpc-node-3', 'hpc-node-4', 'hpc-node-5'], facts ['hpc-node-3', 'hpc-node-4']"]
+        "['hpc-node-3', 'hpc-node-4', 'hpc-node-5'], facts ['hpc-node-3', 'hpc-node-4']",
+        "sites/oci-bm-optimized3.yaml: nodes/compute-nps2: NPS2 is not one the "
+        "BM.Optimized3.36 shape offers ([1])"]
