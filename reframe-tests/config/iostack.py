@@ -90,8 +90,8 @@ def _slurm_partition(facts, group, features, **settings):
         'extras': {'io_dir': nodes.scratch, **settings.pop('extras', {})},
         **settings,
     }
-    if nodes.reframe_processor():
-        partition['processor'] = nodes.reframe_processor()
+    if (processor := nodes.reframe_processor()):
+        partition['processor'] = processor
     return partition
 
 
