@@ -28,7 +28,9 @@ def fresh_lock(site: str) -> tuple[dict, float]:
         env = {**os.environ, **{k: str(v) for k, v in
                                 spack.environment(pathlib.Path(tmp) / "root").items()}}
         start = time.monotonic()
-        proc = subprocess.run([str(spack.spack_bin()), "-e", str(tree / "sites" / site),
+        # through spack_offsite.py: a cluster's compilers are taken to target its libc
+        proc = subprocess.run([str(spack.spack_bin()), "-e", str(tree / "sites" / site), "python",
+                               str(paths.REPO / "lib" / "iostack" / "spack_offsite.py"),
                                "concretize", "--fresh", "--force"],
                               env=env, capture_output=True, text=True)
         if proc.returncode != 0:

@@ -1,5 +1,7 @@
-# ReFrame configuration for iostack: one system per site (same names as spack-env/sites/
-# and ansible/inventories/), plus `local-slurm`, the local site behind a single-node Slurm.
+# ReFrame configuration for iostack: the systems of each site's facts file (sites/<site>.yaml,
+# read through iostack.sites: host names, processors, Slurm partitions, scratch), with the
+# names of spack-env/sites/ and ansible/inventories/; `local-slurm` is the local site behind a
+# single-node Slurm.
 #
 # Checks choose partitions and environments by feature (`valid_systems = ['+fdb']`), never
 # by name, so a new site runs the suite once its partitions declare their features:
@@ -10,7 +12,7 @@
 #   mpi           MPI jobs can be launched (the partition's launcher starts every rank)
 #   cpu           CPU partition: the EESSI test-suite selects partitions by it (not by its
 #                 scale features, `1_core`, ..., names ReFrame 4.10 does not accept)
-#   nps1, nps2    the nodes' NUMA-per-socket mode (seed 003)
+#   nps1, nps2, nps4  the nodes' NUMA-per-socket mode (seed 003)
 # and environments by `mpi` (MPI compiler wrappers) and `openmp` (extras['omp_flag']), as
 # ReFrame's tutorial checks select them, by `stack` (the site's Spack stack is usable in
 # it) and by the
@@ -47,7 +49,7 @@ from reframe.utility.cpuinfo import cpuinfo
 _LIB = pathlib.Path(__file__).resolve().parents[2] / 'lib'
 if str(_LIB) not in sys.path:
     sys.path.insert(0, str(_LIB))
-from iostack import paths  # noqa: E402
+from iostack import paths, sites  # noqa: E402
 
 _RFM_ROOT = paths.REFRAME_DIR
 if str(_RFM_ROOT) not in sys.path:
@@ -101,34 +103,42 @@ _LOCAL_PREPARE += [slots.share_host(_STATE)]
 
 # Seed 003: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
-_OCI_BIND = {'nps1': '--cpu-bind=cores', 'nps2': '--cpu-bind=rank_ldom'}
+_OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
 
-# BM.Optimized3.36: 2 x 18-core Xeon 6354, SMT disabled in BIOS (seed 003).
-_OCI_PROCESSOR = {'arch': 'icelake', 'num_cpus': 36, 'num_cpus_per_core': 1,
-                  'num_cpus_per_socket': 18, 'num_sockets': 2}
+_LOCAL = sites.load('local')
+_CRAY_EX = sites.load('cray-ex')
+_OCI = sites.load('oci-bm-optimized3')
 
 
-# cray-ex's compute and serial nodes are the same machine
-_CRAY_EX_PROCESSOR = {'arch': 'zen3', 'num_cpus': 128, 'num_cpus_per_core': 1,
-                      'num_cpus_per_socket': 64, 'num_sockets': 2}
+def _slurm_partition(facts, group, features, **settings):
+    """A partition on one node group of a Slurm site: access, processor, scratch (`io_dir`)
+    and the features of its file system and NPS mode come from the site's facts."""
+    nodes = facts.nodes[group]
+    partition = {
+        'scheduler': 'slurm',
+        'access': nodes.slurm_access() + settings.pop('access', []),
+        'features': features + facts.io_features(group)
+                    + ([f'nps{nodes.nps}'] if nodes.nps is not None else []),
+        'extras': {'io_dir': nodes.scratch, **settings.pop('extras', {})},
+        **settings,
+    }
+    if (processor := nodes.reframe_processor()):
+        partition['processor'] = processor
+    return partition
 
 
 def _oci_partition(nps):
-    return {
-        'name': nps,
-        'descr': f'BM.Optimized3.36 nodes booted in {nps.upper()}, local NVMe',
-        'scheduler': 'slurm',
-        'launcher': 'srun',
-        'access': [f'--partition=compute-{nps}', '--exclusive'],
-        'environs': ['gnu'],
-        'max_jobs': 4,
-        'processor': _OCI_PROCESSOR,
-        'features': ['fdb', 'grib', 'mpi', 'nvme', nps, 'cpu'],
-        'extras': {
-            'io_dir': '/mnt/localdisk/iostack-rfm',
-            'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic'],
-        },
-    }
+    nodes = _OCI.nodes[f'compute-nps{nps}']
+    return _slurm_partition(
+        _OCI, nodes.name, ['fdb', 'grib', 'mpi', 'cpu'],
+        name=f'nps{nps}',
+        descr=f"{nodes.bmc['shape']} nodes ({nodes.summary()}), local NVMe",
+        launcher='srun',
+        access=['--exclusive'],
+        environs=['gnu'],
+        max_jobs=4,
+        extras={'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic']},
+    )
 
 
 # local-cluster: this machine as a multi-node Slurm cluster (`bin/iostack cluster up`,
@@ -158,8 +168,8 @@ site_configuration = {
     'systems': [
         {
             'name': 'local',
-            'descr': 'plain Debian 12 node, local scheduler (the embedded default)',
-            'hostnames': ['.*'],
+            'descr': f'{_LOCAL.description}, local scheduler (the embedded default)',
+            'hostnames': _LOCAL.hostnames,
             'modules_system': _LOCAL_MODULES,
             'partitions': [
                 {
@@ -219,47 +229,39 @@ site_configuration = {
             'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],
         },
         {
-            # HPE Cray EX, AMD EPYC Milan compute blades, Lustre (seed 000's platform).
+            # HPE Cray EX, Lustre (seed 000's platform).
             'name': 'cray-ex',
-            'descr': 'HPE Cray EX: Milan compute nodes, Lustre, Slurm',
-            'hostnames': [r'uan\d+', r'nid\d+', r'ln\d+'],
+            'descr': _CRAY_EX.description,
+            'hostnames': _CRAY_EX.hostnames,
             'modules_system': _SITE_MODULES,
             'partitions': [
-                {
-                    'name': 'compute',
-                    'descr': 'compute nodes (2 x 64-core EPYC 7763, SMT off)',
-                    'scheduler': 'slurm',
-                    'launcher': 'srun',
-                    'access': ['--partition=standard', '--qos=standard'],
-                    'environs': ['PrgEnv-cray', 'PrgEnv-gnu'],
-                    'max_jobs': 16,
-                    'processor': _CRAY_EX_PROCESSOR,
-                    'features': ['fdb', 'grib', 'lustre', 'mpi', 'cpu'],
-                    'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
-                },
-                {
-                    # Seed 000: GNU builds for the login/serial nodes (post-processing).
-                    'name': 'serial',
-                    'descr': 'serial nodes for GNU tools and post-processing',
-                    'scheduler': 'slurm',
-                    'launcher': 'local',
-                    'access': ['--partition=serial', '--qos=serial'],
-                    'environs': ['PrgEnv-gnu'],
-                    'max_jobs': 4,
-                    'processor': _CRAY_EX_PROCESSOR,
-                    'features': ['fdb', 'grib', 'lustre', 'cpu'],
-                    'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
-                },
+                _slurm_partition(
+                    _CRAY_EX, 'compute', ['fdb', 'grib', 'mpi', 'cpu'],
+                    name='compute',
+                    descr=f"compute nodes ({_CRAY_EX.nodes['compute'].summary()})",
+                    launcher='srun',
+                    environs=['PrgEnv-cray', 'PrgEnv-gnu'],
+                    max_jobs=16,
+                ),
+                # Seed 000: GNU builds for the login/serial nodes (post-processing).
+                _slurm_partition(
+                    _CRAY_EX, 'serial', ['fdb', 'grib', 'cpu'],
+                    name='serial',
+                    descr='serial nodes for GNU tools and post-processing',
+                    launcher='local',
+                    environs=['PrgEnv-gnu'],
+                    max_jobs=4,
+                ),
             ],
         },
         {
             # Oracle Cloud BM.Optimized3.36 cluster (seed 003): one Slurm partition per
             # NPS mode, the case on local NVMe.
             'name': 'oci-bm-optimized3',
-            'descr': 'OCI BM.Optimized3.36 HPC cluster, Slurm',
-            'hostnames': [r'hpc-login', r'hpc-node-\d+'],
+            'descr': _OCI.description,
+            'hostnames': _OCI.hostnames,
             'modules_system': _SITE_MODULES,
-            'partitions': [_oci_partition('nps1'), _oci_partition('nps2')],
+            'partitions': [_oci_partition(1), _oci_partition(2)],
         },
     ],
     'environments': [

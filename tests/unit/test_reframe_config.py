@@ -1,10 +1,13 @@
-"""The ReFrame configuration: every site is a system, partitions carry the features the
-checks select on, the nightly/weekly modes and the results DB are set up."""
+"""The ReFrame configuration: every site is a system built from its facts (sites/<site>.yaml),
+partitions carry the features the checks select on, every module an environment loads is in
+the site's spack.lock, the nightly/weekly modes and the results DB are set up."""
 import importlib.util
 
 import pytest
+import yaml
 
-from iostack import paths
+from iostack import paths, sites
+from spack_lock import Lock
 
 
 def load_config(monkeypatch, tmp_path, offsite=False):
@@ -81,8 +84,10 @@ def test_io_size_feature_splits_ci_nodes_from_clusters(config):
 def test_cray_ex_compute_and_its_programming_environments(config):
     p = partition(config, "cray-ex:compute")
     assert p["scheduler"] == "slurm" and p["launcher"] == "srun"
-    assert {"fdb", "grib", "lustre", "mpi"} <= set(p["features"])
+    assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
     assert p["access"] == ["--partition=standard", "--qos=standard"]
+    assert (p["processor"]["arch"], p["processor"]["num_cpus"]) == ("zen2", 128)
+    assert p["extras"]["io_dir"] == "/lus/scratch/iostack-rfm"
     assert set(p["environs"]) == {"PrgEnv-cray", "PrgEnv-gnu"}
     envs = {e["name"]: e for e in config["environments"]}
     for name in ("PrgEnv-cray", "PrgEnv-gnu"):
@@ -100,6 +105,79 @@ def test_oci_binds_as_seed_003_says(config):
     assert {"nvme", "nps1"} <= set(nps1["features"]) and "nps2" in nps2["features"]
     for p in (nps1, nps2):
         assert p["processor"]["num_cpus"] == 36 and p["processor"]["num_sockets"] == 2
+    assert nps1["access"] == ["--partition=compute-nps1", "--exclusive"]
+    assert nps2["access"] == ["--partition=compute-nps2", "--exclusive"]
+
+
+def test_systems_take_hosts_processors_partitions_and_scratch_from_the_facts(config):
+    """Every system a facts file lists is here; a partition on a node group of the facts has
+    that group's processor, Slurm access and scratch."""
+    by_name = systems(config)
+    for site in sites.names():
+        facts = sites.load(site)
+        for name in facts.systems:
+            system = by_name[name]
+            if name == site:
+                assert system["hostnames"] == facts.hostnames
+            for p in system["partitions"]:
+                groups = [g for g in facts.nodes.values()
+                          if g.slurm and g.slurm_access()[0] in p.get("access", [])]
+                if not groups:
+                    continue
+                (group,) = groups
+                assert p["access"][:len(group.slurm_access())] == group.slurm_access()
+                assert p.get("processor") == group.reframe_processor()
+                assert p["extras"]["io_dir"] == group.scratch
+
+
+def _modules_of(env):
+    return env.get("modules", []) + [m for modules in env.get("extras", {}).get(
+        "app_modules", {}).values() for m in modules]
+
+
+def module_problems(env, site):
+    """Modules of an environment that the site's lock does not install (with the compiler of
+    the environment's PrgEnv, or a core compiler, whose modules are always visible)."""
+    lock = Lock.of(site)
+    external_modules = {m: s for s in lock.specs.values() if s.get("external")
+                        for m in (s["external"].get("module") or [])}
+    lmod = yaml.safe_load((paths.SPACK_ENV_SITES / site / "modules.yaml").read_text())
+    core = set(lmod["modules"]["default"]["lmod"].get("core_compilers", []))
+    compilers = {f"{s['name']}@{s['version']}" for m in _modules_of(env)
+                 if (s := external_modules.get(m)) and s["name"] in ("cce", "gcc")}
+    problems = []
+    for module in _modules_of(env):
+        if module in external_modules:
+            continue
+        in_lock = lock.named(module.split("/")[0])
+        # Spack writes modules for the externals of a lock too (Debian's Open MPI on local)
+        built = [s for s in in_lock if not s.get("external")]
+        if not in_lock:
+            problems.append(f"{env['name']}@{site}: module {module}: no such package in "
+                            f"spack-env/sites/{site}/spack.lock")
+        elif compilers and not any(lock.compilers(s) <= compilers | core for s in built):
+            problems.append(f"{env['name']}@{site}: module {module}: the lock builds it with "
+                            f"{[sorted(lock.compilers(s)) for s in built]}, not "
+                            f"{sorted(compilers)} or a core compiler {sorted(core)}")
+    return problems
+
+
+def test_every_module_an_environment_loads_is_in_its_sites_lock(config):
+    problems = [p for env in config["environments"] for system in env["target_systems"]
+                for p in module_problems(env, sites.site_of_system(system))]
+    assert problems == []
+
+
+def test_a_module_the_lock_lacks_or_builds_with_another_compiler_is_named(config):
+    envs = {e["name"]: e for e in config["environments"]}
+    gnu = dict(envs["gnu"], modules=envs["gnu"]["modules"] + ["openifs"])
+    assert module_problems(gnu, "oci-bm-optimized3") == [
+        "gnu@oci-bm-optimized3: module openifs: no such package in "
+        "spack-env/sites/oci-bm-optimized3/spack.lock"]
+    prgenv_gnu = dict(envs["PrgEnv-gnu"], extras={"app_modules": {"openifs": ["openifs"]}})
+    assert module_problems(prgenv_gnu, "cray-ex") == [
+        "PrgEnv-gnu@cray-ex: module openifs: the lock builds it with [['cce@15.0.0']], not "
+        "['gcc@11.2.0'] or a core compiler ['gcc@11.2.0']"]
 
 
 def test_modes_retry_and_write_junit(config, tmp_path):
