@@ -1,4 +1,4 @@
--- openifs-env: OpenIFS with the libraries it writes its output with. Like seed 000's
+-- openifs-env: OpenIFS with the libraries it writes its output with. Like [OIFS-HECToR]'s
 -- openifs_cce, one module loads the matching GRIB and FDB modules. Each version file
 -- (0.0.1.lua, ...) is a symlink to this one; the table below is what differs between them.
 local versions = {
@@ -24,7 +24,7 @@ whatis("Description: OpenIFS with the libraries it writes its output with (ecCod
 help([[
 OpenIFS with its output libraries: ]] .. v.what .. [[.
 Loads ecCodes]] .. (v.fdb and ", FDB" or "") .. [[ and OpenIFS (where the site has it),
-craype-hugepages2M on Cray EX (seed 000 recommends 2 MB pages), and sets IOSTACK_OIFS_OUTPUT
+craype-hugepages2M on Cray EX ([OIFS-HECToR] recommends 2 MB pages), and sets IOSTACK_OIFS_OUTPUT
 for the run scripts. FDB reads FDB5_CONFIG_FILE, set when the deployment has a config.
 ]])
 

@@ -1,4 +1,4 @@
-"""The stack cross-built for aarch64 with toolchains/aarch64-linux-gnu.cmake (seed 000's
+"""The stack cross-built for aarch64 with toolchains/aarch64-linux-gnu.cmake ([OIFS-HECToR]'s
 toolchain file, proven on the real code).
 
 In one job: ecbuild, eckit, metkit and FDB (the versions the recipes pin, from the Spack
@@ -69,7 +69,7 @@ class CrossAarch64StackCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             f'{build} --work aarch64 --prefix aarch64/prefix --toolchain {TOOLCHAINS}/aarch64-linux-gnu.cmake '
             f'--preseed {TOOLCHAINS}/preseed/aarch64-linux-gnu.cmake --prefix-path "$overlay" '
             '> aarch64.out 2>&1; echo "aarch64 rc=$?"',
-            # Seed 000's failure, today's form: FDB configured with the aarch64 compilers but
+            # [OIFS-HECToR]'s failure, today's form: FDB configured with the aarch64 compilers but
             # without the toolchain file takes itself for native and cannot compile its GRIB code
             'cmake -S aarch64/work/src/fdb-* -B fdb-bare -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc '
             '-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ "-DCMAKE_PREFIX_PATH=$PWD/aarch64/prefix;$overlay" '

@@ -245,7 +245,7 @@ def test_oci_wrong_nps_for_shape_is_a_clear_error(venv_bin, tmp_path):
 
 
 def test_oci_prints_platform_config_and_verifies_node(venv_bin, tmp_path):
-    sysfs = make_sysfs(tmp_path / "sys", sockets=2, numa_nodes=2)  # seed 003: NPS1, SMT off
+    sysfs = make_sysfs(tmp_path / "sys", sockets=2, numa_nodes=2)  # [OCI-OpenFOAM]: NPS1, SMT off
     run = run_role(venv_bin, "bios", oci_vars(sysfs, bios_nps=1, bios_smt=False), tmp_path)
     assert run.rc == 0, run.explain()
     assert run.changed == 0

@@ -1,4 +1,4 @@
-"""nvme-stage moving a small fake OpenFOAM case through seed 003's seven steps.
+"""nvme-stage moving a small fake OpenFOAM case through [OCI-OpenFOAM]'s seven steps.
 
 Nodes are directories. Every node's NVMe is mounted at one path, as on a
 cluster: a command "on" a node runs in a private mount namespace where that

@@ -3,7 +3,7 @@ configure plus a few objects. The full stack (eckit, metkit, FDB), run under qem
 compared with a native build, is the nightly check reframe-tests/checks/cross_aarch64.py.
 
 Sources come from the Spack source mirror, found by the sha256 the recipes pin
-(toolchains/build_stack.py). What seed 000 met on the Cray login node shows here as a
+(toolchains/build_stack.py). What [OIFS-HECToR] met on the Cray login node shows here as a
 configure that believes it is native: without the toolchain file, eckit's configure
 reports the build host's processor and adopts the host's x86_64 libcurl for an aarch64
 library, which the aarch64 linker then rejects."""

@@ -96,7 +96,7 @@ def test_cray_ex_compute_and_its_programming_environments(config):
         assert (envs[name]["cc"], envs[name]["cxx"], envs[name]["ftn"]) == ("cc", "CC", "ftn")
 
 
-def test_oci_binds_as_seed_003_says(config):
+def test_oci_binds_as_oci_openfoam_says(config):
     nps1 = partition(config, "oci-bm-optimized3:nps1")
     nps2 = partition(config, "oci-bm-optimized3:nps2")
     assert nps1["extras"]["launcher_options"] == ["--cpu-bind=cores", "--distribution=block:cyclic"]

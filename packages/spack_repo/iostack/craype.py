@@ -1,6 +1,6 @@
 """Cray PE builds of ecbuild projects through the repository's CMake toolchain files.
 
-Seed 000 configured eckit and FDB on the login node for the compute nodes, where
+[OIFS-HECToR] configured eckit and FDB on the login node for the compute nodes, where
 configure-time test programs fail or lie. A recipe that also derives from CrayPEPackage
 gets the `craype` variant; with craype=cce or gnu it passes toolchains/cray-<pe>.cmake and
 the pre-seeded configure results of its target (toolchains/preseed/cray-ex-<target>.cmake),

@@ -1,11 +1,11 @@
-# iostack: one module for seed 003's CFD stack.
+# iostack: one module for [OCI-OpenFOAM]'s CFD stack.
 from spack_repo.builtin.build_systems.bundle import BundlePackage
 
 from spack.package import *
 
 
 class CfdEnv(BundlePackage):
-    """CFD application stack of seed 003: OpenFOAM and the NVMe staging tool."""
+    """CFD application stack of [OCI-OpenFOAM]: OpenFOAM and the NVMe staging tool."""
 
     homepage = "https://www.openfoam.com"
 

@@ -1,4 +1,4 @@
-# iostack: the IO500 benchmark (seed 004), built against the stack's IOR.
+# iostack: the IO500 benchmark ([IO500-OFP]), built against the stack's IOR.
 import os
 
 from spack_repo.builtin.build_systems.makefile import MakefilePackage

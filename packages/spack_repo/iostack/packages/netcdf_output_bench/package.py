@@ -1,4 +1,4 @@
-# iostack: netcdf-output-bench, the INMCM6 atmosphere output benchmark (seed 002).
+# iostack: netcdf-output-bench, the INMCM6 atmosphere output benchmark ([INMCM-NetCDF]).
 from spack_repo.builtin.build_systems.cmake import CMakePackage
 from spack_repo.iostack.in_repo import checked_source
 

@@ -1,4 +1,4 @@
-# iostack: nvme-stage, the node-local NVMe staging tool for OpenFOAM runs (seed 003).
+# iostack: nvme-stage, the node-local NVMe staging tool for OpenFOAM runs ([OCI-OpenFOAM]).
 from spack_repo.builtin.build_systems.generic import Package
 from spack_repo.iostack.in_repo import checked_source
 
@@ -22,7 +22,7 @@ class NvmeStage(Package):
     has_code = False
     version("1.1.0")
     # sha256 of src/nvme-stage per version (in_repo.tree_sha256): a changed source needs a new one
-    SOURCE_SHA256 = {"1.1.0": "b374a4a107247d8cdc132290aa67f7d17f7c3c8248c309b5a077794b4bed5a94"}
+    SOURCE_SHA256 = {"1.1.0": "7245feafc84ad6046da3b1e0a9eb2fc8b63a27cb5580bf36ce48753ac994b3a4"}
 
     depends_on("rsync", type="run")
     # bash >= 4.4 (inherit_errexit, namerefs) is taken from the system, like ssh and

@@ -1,11 +1,11 @@
-# iostack: one module for seed 000's NWP stack.
+# iostack: one module for [OIFS-HECToR]'s NWP stack.
 from spack_repo.builtin.build_systems.bundle import BundlePackage
 
 from spack.package import *
 
 
 class NwpEnv(BundlePackage):
-    """NWP application stack of seed 000: ecCodes, eckit, metkit, FDB and OpenIFS.
+    """NWP application stack of [OIFS-HECToR]: ecCodes, eckit, metkit, FDB and OpenIFS.
     Its module loads them all."""
 
     homepage = "https://github.com/ecmwf-ifs/openifs"

@@ -1,4 +1,4 @@
-# iostack: OpenFOAM (ESI), builtin recipe used as is; v2312 is seed 003's version.
+# iostack: OpenFOAM (ESI), builtin recipe used as is; v2312 is [OCI-OpenFOAM]'s version.
 from spack_repo.builtin.packages.openfoam.package import Openfoam as BuiltinOpenfoam
 
 from spack.package import *

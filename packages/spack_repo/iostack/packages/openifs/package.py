@@ -1,4 +1,4 @@
-# iostack: OpenIFS, ECMWF's openly licensed IFS (Apache-2.0), as seed 000 ran it with and
+# iostack: OpenIFS, ECMWF's openly licensed IFS (Apache-2.0), as [OIFS-HECToR] ran it with and
 # without FDB output. No Spack recipe for it existed elsewhere.
 import os
 
@@ -32,7 +32,7 @@ class Openifs(CrayPEPackage, CMakePackage):
     variant("precision", default="single", values=("single", "double"), multi=False,
             description="Floating-point precision of ifsMASTER (SP or DP executable)")
     variant("fdb", default=True,
-            description="FDB output (namelist LFDBOP=T, seed 000); GRIB files otherwise")
+            description="FDB output (namelist LFDBOP=T, [OIFS-HECToR]); GRIB files otherwise")
 
     depends_on("c", type="build")
     depends_on("cxx", type="build")
