@@ -36,5 +36,8 @@ class NvmeStage(Package):
         set_executable(join_path(prefix.bin, "nvme-stage"))
 
     def setup_run_environment(self, env):
-        # rsync of this build, before whatever the login node has
-        env.prepend_path("PATH", self.spec["rsync"].prefix.bin)
+        # rsync of this build, before whatever the login node has; an external one is the
+        # system's (on Debian /usr/bin, which must not go before what Spack built: it
+        # would put Debian's fdb-info before FDB 5.13's)
+        if not self.spec["rsync"].external:
+            env.prepend_path("PATH", self.spec["rsync"].prefix.bin)
