@@ -63,10 +63,12 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         self.prerun_cmds = [
             'python3 -m iostack.fdbconfig --root fdb-root --out fdb-config.yaml',
             f'{gribgen} direct.grib {self.nsteps} {self.nlevels}',
-            'fdb-write direct.grib',
+            self.bounded('fdb-write direct.grib'),
             f"printf '%s\\n' '{request}' > retrieve.req",
-            'fdb-read retrieve.req by-request.grib; echo "fdb-read request rc=$?"',
-            'fdb-read --extract direct.grib by-extract.grib; echo "fdb-read extract rc=$?"',
+            self.bounded('fdb-read retrieve.req by-request.grib') +
+            '; echo "fdb-read request rc=$?"',
+            self.bounded('fdb-read --extract direct.grib by-extract.grib') +
+            '; echo "fdb-read extract rc=$?"',
         ]
         if self.scenario == 'flip-one-bit':
             self.prerun_cmds.append(

@@ -24,6 +24,9 @@
 #   app_modules       {feature: [modules]} the app checks load for an application
 #                     feature; none where the application is on PATH (Debian's)
 #
+# Every partition has a `time_limit`, the bound of a job whose check sets none (a tool
+# blocked on a full disk must not hold a node; bin/iostack nightly bounds the whole run).
+#
 # Environment variables:
 #   IOSTACK_RFM_STATE    <root>/reframe (set by bin/iostack): reports, perflogs, results DB
 #   IOSTACK_RFM_OFFSITE  set to 1 to load this file away from the real sites, e.g. to
@@ -84,6 +87,7 @@ def _oci_partition(nps):
         'access': [f'--partition=compute-{nps}', '--exclusive'],
         'environs': ['gnu'],
         'max_jobs': 4,
+        'time_limit': '3h',
         'processor': _OCI_PROCESSOR,
         'features': ['fdb', 'grib', 'mpi', 'nvme', nps],
         'extras': {
@@ -108,6 +112,7 @@ site_configuration = {
                     'launcher': 'local',
                     'environs': ['stack'],
                     'max_jobs': 2,
+                    'time_limit': '30m',
                     'prepare_cmds': _LOCAL_PREPARE,
                     'features': _LOCAL_FEATURES,
                     'extras': {'mpi_launcher': 'mpirun'},
@@ -162,6 +167,7 @@ site_configuration = {
                     'access': ['--partition=standard', '--qos=standard'],
                     'environs': ['PrgEnv-cray', 'PrgEnv-gnu'],
                     'max_jobs': 16,
+                    'time_limit': '2h',
                     'processor': {'arch': 'zen3', 'num_cpus': 128, 'num_cpus_per_core': 1,
                                   'num_cpus_per_socket': 64, 'num_sockets': 2},
                     'features': ['fdb', 'grib', 'lustre', 'mpi'],
@@ -176,6 +182,7 @@ site_configuration = {
                     'access': ['--partition=serial', '--qos=serial'],
                     'environs': ['PrgEnv-gnu'],
                     'max_jobs': 4,
+                    'time_limit': '1h',
                     'features': ['fdb', 'grib', 'lustre'],
                     'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
                 },
