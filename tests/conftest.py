@@ -5,10 +5,12 @@ Every test lives in one tier directory, and the tier is its marker:
 - tests/unit         pure Python, no external programs;
 - tests/integration  real components on this node (Lmod, ReFrame, ecCodes/FDB,
                      Ansible, loop devices, Slurm, cross compilers, linters);
-- tests/spack        needs Spack; skipped with one reason when Spack is absent.
+- tests/spack        needs Spack; skipped with one reason when Spack is absent, except
+                     where IOSTACK_REQUIRE_SPACK is set (CI): there a missing Spack fails.
 
-At the end of a run a per-tier summary is printed, so a reader of CI output sees
-at once which tiers ran and which were skipped.
+At the end of a run a per-tier summary is printed (counts, skip reasons, minutes spent),
+so a reader of CI output sees at once which tiers ran, which were skipped and what each
+cost.
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ sys.path.insert(0, str(REPO / "reframe-tests"))
 TIERS = ("unit", "integration", "spack")
 _outcomes: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
 _skip_reasons: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
+_seconds: collections.Counter = collections.Counter()
+# {what: seconds or text} that tests record for the summary (deploy and build times)
+_timings: dict[str, object] = {}
 
 
 def _tier_of(path: pathlib.Path) -> str | None:
@@ -53,6 +58,7 @@ def pytest_runtest_logreport(report):
     tier = _tier_of(pathlib.Path(report.fspath)) if report.fspath else None
     if tier is None:
         return
+    _seconds[tier] += report.duration
     if report.when == "call" or (report.when == "setup" and not report.passed):
         if report.skipped:
             _outcomes[tier]["skipped"] += 1
@@ -69,9 +75,15 @@ def pytest_terminal_summary(terminalreporter):
     tr.section("iostack tiers")
     for tier in TIERS:
         c = _outcomes[tier]
-        tr.write_line(f"{tier:12s} passed={c['passed']} failed={c['failed']} skipped={c['skipped']}")
+        tr.write_line(f"{tier:12s} passed={c['passed']} failed={c['failed']} "
+                      f"skipped={c['skipped']} minutes={_seconds[tier] / 60:.1f}")
         for reason, n in _skip_reasons[tier].most_common():
             tr.write_line(f"{'':12s} skipped {n}: {reason}")
+    if _timings:
+        tr.section("iostack timings")
+        for what, value in _timings.items():
+            shown = f"{value:.0f} s" if isinstance(value, float) else str(value)
+            tr.write_line(f"{what:48s} {shown}")
 
 
 @pytest.fixture(scope="session")
@@ -83,6 +95,12 @@ def repo() -> pathlib.Path:
 def venv_bin() -> pathlib.Path:
     """bin/ of the Python environment running the tests (the set-up's venv)."""
     return pathlib.Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def timings() -> dict[str, object]:
+    """Record a named duration for the run's summary: timings["what"] = seconds."""
+    return _timings
 
 
 @pytest.fixture(scope="session")

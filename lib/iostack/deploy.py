@@ -13,7 +13,7 @@ from __future__ import annotations
 import pathlib
 import shutil
 
-from iostack import fdbconfig, mirrors, paths, spack
+from iostack import fdbconfig, paths, spack
 from iostack.run import die
 
 
@@ -48,9 +48,10 @@ def render_fdb_config(root_dir):
 
 def use_buildcache(root: pathlib.Path, cache_dir: pathlib.Path) -> None:
     """Record the build cache for this deployment (spack-env/common/mirrors.yaml includes
-    <root>/spack-config/mirrors.yaml) and trust the keys it ships."""
+    <root>/spack-config/mirrors.yaml). Its signatures are checked against the keys this node
+    already trusts, never against keys the cache itself ships: whoever can write the cache
+    could ship theirs."""
     cache_dir = cache_dir.resolve()
-    mirrors.trust(cache_dir, root)
     conf = root / "spack-config" / "mirrors.yaml"
     conf.parent.mkdir(parents=True, exist_ok=True)
     conf.write_text("# written by `bin/iostack deploy --buildcache`\nmirrors:\n"

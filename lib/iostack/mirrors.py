@@ -6,13 +6,13 @@
 - `buildcache push`: the site's installed specs as a signed binary mirror
   (`spack buildcache push`), by default <root>/buildcache; the signing key is created in
   this node's key ring (`spack gpg create`) unless one is given.
-- `deploy --buildcache DIR` installs from such a cache only, after trusting its keys.
+- `deploy --buildcache DIR` installs from such a cache only, checking its signatures
+  against the keys this node trusts (set-up from a bundle trusts the bundle's).
 """
 from __future__ import annotations
 
 import pathlib
 import re
-import subprocess
 
 from iostack import spack
 from iostack.run import die
@@ -59,12 +59,3 @@ def push(site: str, root: pathlib.Path, dest: pathlib.Path,
                   what=f"publishing the signing key in {dest}")
     print(f"iostack: build cache of site {site}, signed with {key}: {dest}")
     return dest
-
-
-def trust(cache_dir: pathlib.Path, root: pathlib.Path) -> None:
-    if not cache_dir.is_dir():
-        die(f"build cache {cache_dir} does not exist")
-    try:
-        spack.trust_buildcache_keys(cache_dir, root)
-    except subprocess.CalledProcessError as e:
-        die(f"could not trust the keys of {cache_dir}: {e}")

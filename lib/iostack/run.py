@@ -3,6 +3,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 
 
 class CommandFailed(RuntimeError):
@@ -22,19 +23,36 @@ def show(cmd, env_extra=None, cwd=None):
 
 
 def run(cmd, env_extra=None, cwd=None, check=True, capture=False, capture_stderr=False):
-    """Run a command after showing it. capture_stderr keeps stderr for the caller and still
-    shows it (after the command ends), so an error can be summed up in one line."""
+    """Run a command after showing it. capture_stderr keeps stderr for the caller (to sum up
+    an error in one line) while still passing it through as it comes."""
     show(cmd, env_extra, cwd)
     env = dict(os.environ)
     env.update({k: str(v) for k, v in (env_extra or {}).items()})
-    proc = subprocess.run(list(map(str, cmd)), env=env, cwd=cwd, text=True,
-                          stdout=subprocess.PIPE if capture else None,
-                          stderr=subprocess.PIPE if capture_stderr else None)
-    if capture_stderr and proc.stderr:
-        sys.stderr.write(proc.stderr)
+    if not capture_stderr:
+        proc = subprocess.run(list(map(str, cmd)), env=env, cwd=cwd, text=True,
+                              stdout=subprocess.PIPE if capture else None)
+    else:
+        with subprocess.Popen(list(map(str, cmd)), env=env, cwd=cwd, text=True,
+                              stdout=subprocess.PIPE if capture else None,
+                              stderr=subprocess.PIPE) as child:
+            collected = []
+            reader = threading.Thread(target=_tee, args=(child.stderr, collected))
+            reader.start()
+            stdout = child.stdout.read() if capture else None
+            reader.join()
+            child.wait()
+        proc = subprocess.CompletedProcess(child.args, child.returncode, stdout,
+                                           "".join(collected))
     if check and proc.returncode != 0:
         raise CommandFailed(cmd, proc.returncode)
     return proc
+
+
+def _tee(stream, collected):
+    for line in stream:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        collected.append(line)
 
 
 def die(message, rc=2):

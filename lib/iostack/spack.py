@@ -119,8 +119,8 @@ _EXPLAINED = [
      "the source archive of {0} ({1}) fails its sha256 checksum: the mirror's copy was "
      "changed or damaged"),
     (re.compile(r"(?:NoVerifyException|[Ff]ailed to verify|signature)"),
-     "the build cache is signed with a key this node does not trust; trust the cache's "
-     "key (`deploy --buildcache DIR` trusts the keys the cache ships) or push it again"),
+     "the build cache is signed with a key this node does not trust: if you know the key, "
+     "trust it (`bin/iostack spack -- gpg trust KEY.pub`), else do not use this cache"),
 ]
 
 
@@ -131,8 +131,17 @@ def error_line(stderr: str) -> str:
         m = pattern.search(text)
         if m:
             return meaning.format(*(g or "?" for g in m.groups()))
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "no error message"
+    lines = text.strip().splitlines()
+    if not lines:
+        return "no error message"
+    # the error and its indented continuation (e.g. the command that failed), on one line
+    first = [lines[0].strip()]
+    for line in lines[1:]:
+        if not line.startswith((" ", "\t")) or not line.strip():
+            break
+        first.append(line.strip())
+    log = re.search(r"See build log for details:\s*(\S+)", text)
+    return " ".join(first) + (f" (build log: {log.group(1)})" if log else "")
 
 
 def checked(args, root_dir, site=None, what="spack"):

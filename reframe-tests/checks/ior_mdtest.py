@@ -12,6 +12,7 @@ directory per process; the summary must count tasks x files. The creation rate a
 process count is the metadata cost [POP-GBmolDD] saw grow.
 
 IOR is not a Debian package: these run where the stack has an `ior` module (feature `ior`).
+On a CI-sized node (`+small-io`) they run on one node with sizes of tens of MiB (`size`).
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -22,6 +23,8 @@ from iostack_rfm import ior
 from iostack_rfm.base import AppCheck, parsed
 
 LAYOUTS = {'fpp': True, 'shared': False}
+#: processes mdtest runs on a CI-sized node (one per core of a 2-core node)
+MDTEST_SMALL_PROCESSES = 2
 MDTEST_DIRS = {'shared-dir': [], 'unique-dir': ['-u']}
 
 
@@ -29,9 +32,16 @@ class IorBenchmark(AppCheck):
     """A job of steps: prepare a data directory on the shared I/O file system, run one step
     per pattern, clean up; the sanity asks each pattern's output for its problems."""
 
-    valid_systems = ['+mpi -small-io']
     app_features = ['ior']
     time_limit = '1h'
+    #: small: a CI-sized node's disk, on one node; large: a cluster's file system
+    size = parameter(['small', 'large'])
+
+    @run_after('init')
+    def select_partitions_by_size(self):
+        self.valid_systems = ['+mpi +small-io'] if self.size == 'small' else ['+mpi -small-io']
+        if self.size == 'small':
+            self.time_limit = '10m'
 
     #: {pattern: shell line}, set by the check before the run
     patterns = variable(dict, value={})
@@ -67,6 +77,9 @@ class IorLayoutCheck(IorBenchmark):
 
     @run_after('init')
     def set_tags_and_perf_variables(self):
+        self.skip_if(self.size == 'small' and self.nodes != 1, 'a CI-sized node runs one node')
+        if self.size == 'small':
+            self.block = '32m'
         self.tags = {'ior', 'io', 'performance', 'weekly'}
         if (self.api, self.nodes) == ('POSIX', 1):
             self.tags.add('nightly')
@@ -109,15 +122,19 @@ class IorLayoutCheck(IorBenchmark):
 class MdtestScalingCheck(IorBenchmark):
     descr = 'mdtest create/stat/read/remove against process count ([POP-GBmolDD])'
     #: MPI processes; several nodes' worth where a node has fewer cores
-    processes = parameter([16, 64, 256])
+    processes = parameter([MDTEST_SMALL_PROCESSES, 16, 64, 256])
     files_per_task = variable(int, value=1000)
     iterations = variable(int, value=3)
 
     @run_after('init')
     def set_tags_and_tasks(self):
+        self.skip_if(self.size == 'small' and self.processes != MDTEST_SMALL_PROCESSES,
+                     f'a CI-sized node runs {MDTEST_SMALL_PROCESSES} processes')
+        if self.size == 'small':
+            self.files_per_task = 200
         self.num_tasks = self.processes
         self.tags = {'mdtest', 'io', 'metadata', 'performance', 'weekly'}
-        if self.processes == 16:
+        if self.processes in (16, MDTEST_SMALL_PROCESSES):
             self.tags.add('nightly')
         for mode in MDTEST_DIRS:
             for op in ('File creation', 'File stat', 'File removal'):

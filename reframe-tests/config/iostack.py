@@ -110,7 +110,7 @@ site_configuration = {
                     'descr': 'this node',
                     'scheduler': 'local',
                     'launcher': 'local',
-                    'environs': ['stack'],
+                    'environs': ['builtin', 'stack'],
                     'max_jobs': 2,
                     'time_limit': '30m',
                     'prepare_cmds': _LOCAL_PREPARE,
@@ -135,7 +135,7 @@ site_configuration = {
                     'scheduler': 'squeue',
                     'launcher': 'srun',
                     'access': ['--partition=iostack'],
-                    'environs': ['stack'],
+                    'environs': ['builtin', 'stack'],
                     'max_jobs': 2,
                     'time_limit': '10m',
                     'prepare_cmds': _LOCAL_PREPARE,
@@ -200,15 +200,29 @@ site_configuration = {
     ],
     'environments': [
         {
-            # Debian's stack is on PATH; no module to load.
-            'name': 'stack',
+            # Debian's packages on PATH, no module: the node as installed. Its FDB 5.10.8
+            # is the second FDB beside the Spack-built one.
+            'name': 'builtin',
             'target_systems': ['local', 'local-slurm'],
             'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
-            'features': ['stack', 'fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
+            'features': ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
             # Debian's OpenFOAM finds its etc/ through WM_PROJECT_DIR; its tutorials are
             # package openfoam-examples
             'env_vars': [['WM_PROJECT_DIR', '/usr/share/openfoam'],
                          ['FOAM_TUTORIALS', '/usr/share/doc/openfoam-examples/examples']],
+        },
+        {
+            # The site's Spack stack, deployed by `bin/iostack deploy` (its Lmod tree is
+            # on MODULEPATH): eckit/metkit/FDB 5.13, IOR, io500, nvme-stage. Needs a deployed
+            # root; without one, run the checks in `builtin` (`-p builtin`).
+            'name': 'stack',
+            'target_systems': ['local', 'local-slurm'],
+            'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage'],
+            'cc': 'mpicc', 'cxx': 'mpicxx', 'ftn': 'mpif90',
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'ior', 'io500', 'nvme-stage',
+                         'fdb-pair'],
+            # the second FDB for the cross-version check: Debian's
+            'extras': {'other_fdb_bin': '/usr/bin'},
         },
         {
             # Seed 000: the support libraries built with CCE for compute nodes ...

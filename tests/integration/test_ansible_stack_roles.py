@@ -3,14 +3,16 @@
 - lmod: the distribution's Lmod (already installed by set-up) finds a
   modulefile from <iostack_root>/modulefiles/Core through the profile script.
 - spack_stack: local git repositories tagged v1.1.0 / v2025.11.0 stand in
-  for github.com/spack/{spack,spack-packages} (no network in CI); a stand-in
-  bin/iostack records how deploy is called.
+  for github.com/spack/{spack,spack-packages} (no network in CI), their commits standing
+  in for the pinned ones; a stand-in bin/iostack records how deploy is called. With the
+  real pins.json, the stand-ins are at the wrong commits and the role refuses them.
 - reframe_nightly: units rendered to tmp_path, checked by systemd-analyze
   verify when it is usable, and parsed in any case.
 """
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import pathlib
 import shutil
@@ -25,6 +27,11 @@ from ansible_helpers import run_role  # noqa: E402
 
 GIT = ["git", "-c", "user.name=iostack-test", "-c", "user.email=test@iostack.invalid",
        "-c", "init.defaultBranch=main", "-c", "advice.detachedHead=false"]
+
+
+def head(path: pathlib.Path) -> str:
+    return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
 
 
 def git_repo(path: pathlib.Path, files: dict[str, str], tag: str | None = None) -> pathlib.Path:
@@ -92,6 +99,7 @@ def stack_sources(tmp_path):
     return {
         "iostack_root": str(root), "iostack_site": "local", "iostack_repo_dir": str(iostack),
         "spack_stack_spack_url": f"file://{spack}", "spack_stack_packages_url": f"file://{packages}",
+        "spack_stack_spack_commit": head(spack), "spack_stack_packages_commit": head(packages),
         "spack_stack_buildcache": {"name": "site-cache", "url": "file:///srv/buildcache", "signed": False},
         "spack_stack_mirrors": [{"name": "sources", "url": "https://mirror.example.org/spack"}],
     }
@@ -113,7 +121,9 @@ def test_spack_stack_clones_pins_configures_and_deploys_once(stack_sources, venv
         described = subprocess.run(["git", "-C", str(root / sub), "describe", "--tags", "--exact-match"],
                                    capture_output=True, text=True, check=True).stdout.strip()
         assert described == tag
-    mirrors = yaml.safe_load((root / "spack/etc/spack/mirrors.yaml").read_text())["mirrors"]
+    # never in the Spack tree, whose own configuration iostack refuses
+    assert not (root / "spack/etc/spack/mirrors.yaml").exists()
+    mirrors = yaml.safe_load((root / "iostack-cache/spack-config/mirrors.yaml").read_text())["mirrors"]
     assert mirrors["site-cache"] == {"url": "file:///srv/buildcache", "signed": False, "source": False, "binary": True}
     assert mirrors["sources"]["url"] == "https://mirror.example.org/spack"
     assert log.with_suffix(".args").read_text().splitlines() == [f"deploy --site local --root {root}"]
@@ -124,6 +134,24 @@ def test_spack_stack_clones_pins_configures_and_deploys_once(stack_sources, venv
     assert second.changed == 0, second.changed_tasks()
     assert len(log.with_suffix(".args").read_text().splitlines()) == 1
     assert "up to date, not running" in second.messages()
+
+
+def test_spack_stack_refuses_a_checkout_that_is_not_the_pinned_commit(stack_sources, venv_bin,
+                                                                      tmp_path, monkeypatch):
+    """The stand-ins carry the pinned tags but not the commits of pins.json: refused, both
+    when cloning and when a checkout is already there, before deploy runs."""
+    log = tmp_path / "deploy"
+    monkeypatch.setenv("IOSTACK_TEST_LOG", str(log))
+    pinned = {k: v for k, v in stack_sources.items() if not k.endswith("_commit")}
+    pins = json.loads((pathlib.Path(__file__).parents[2] / "pins.json").read_text())
+    first = run_role(venv_bin, "spack_stack", pinned, tmp_path)
+    assert first.rc != 0
+    assert f"not the pinned {pins['spack']['commit'][:12]} of pins.json" in first.explain()
+    assert not log.with_suffix(".args").exists()
+    # now present at the wrong commit: refused before anything else, in check mode too
+    plan = run_role(venv_bin, "spack_stack", pinned, tmp_path, check=True)
+    assert plan.rc != 0
+    assert "refused" in plan.messages() and "remove it, or bump pins.json" in plan.explain()
 
 
 # --- reframe_nightly ----------------------------------------------------------------

@@ -16,7 +16,7 @@ def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("deploy-local")
     p = subprocess.run(
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--root", str(root),
-         "--", "-n", "FdbBitIdentityCheck"],
+         "--", "-p", "builtin", "-n", "FdbBitIdentityCheck"],
         capture_output=True, text=True, env=dict(os.environ), timeout=600)
     print(p.stdout[-4000:], p.stderr[-2000:])
     assert "+ " in p.stdout and "reframe" in p.stdout  # the command is shown

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from iostack import paths, references, results, slurm, stack
+from iostack import paths, references, results, slurm
 
 pytestmark = pytest.mark.skipif(not shutil.which("fdb-hammer"), reason="FDB tools not installed")
 
@@ -29,8 +29,8 @@ def nightly(local_slurm, tmp_path_factory):
     root = tmp_path_factory.mktemp("deploy-local-slurm")
     p = subprocess.run(
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
-         "local-slurm", "--root", str(root), "--", "-n", "FdbBitIdentityCheck", "-n",
-         "FdbThroughputCheck", "-n", "StackSmokeCheck"],
+         "local-slurm", "--root", str(root), "--", "-p", "builtin", "-n", "FdbBitIdentityCheck",
+         "-n", "FdbThroughputCheck"],
         capture_output=True, text=True, timeout=1200, env={**os.environ, **local_slurm.env()})
     print(p.stdout[-6000:], p.stderr[-3000:])
     reports = results.run_reports(root / "reframe")
@@ -51,7 +51,6 @@ def test_every_check_passes_through_slurm(nightly):
     names = [results.check_of(tc) for tc in cases.values()]
     assert names.count("FdbBitIdentityCheck") == 3
     assert names.count("FdbThroughputCheck") == 4
-    assert names.count("StackSmokeCheck") == len(stack.site_roots("local"))
     failed = {n: tc["fail_reason"] for n, tc in cases.items() if tc["result"] != "pass"}
     assert failed == {}
     assert p.returncode == 0
@@ -88,8 +87,8 @@ def test_nightly_can_start_and_stop_its_own_cluster(tmp_path):
         pytest.skip(reason)
     p = subprocess.run(
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
-         "local-slurm", "--local-slurm", "--root", str(tmp_path), "--", "-n",
-         "StackSmokeCheck%package=fdb"],
+         "local-slurm", "--local-slurm", "--root", str(tmp_path), "--", "-p", "builtin", "-n",
+         "FdbBitIdentityCheck%scenario=archive"],
         capture_output=True, text=True, timeout=600,
         env={k: v for k, v in os.environ.items() if k != "SLURM_CONF"})
     print(p.stdout[-4000:], p.stderr[-2000:])

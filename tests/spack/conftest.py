@@ -1,7 +1,26 @@
-"""Spack tier: runs only where the pinned Spack is available (see bin/iostack setup)."""
+"""Spack tier: runs where the pinned Spack is available (see bin/iostack setup). Where
+IOSTACK_REQUIRE_SPACK is set (.ci/run sets it), a missing Spack fails instead of skipping.
+
+The tier deploys the `local` site once, from source (`local_deploy`), and pushes it to a
+signed build cache once (`local_buildcache`); the tests of set-up, mirrors, caches and
+bundles use those two."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import re
+import subprocess
+import time
+
 import pytest
 
-from iostack import spack
+from iostack import bundle, paths, spack
+
+IOSTACK = str(paths.REPO / "bin" / "iostack")
+# What the local site builds from the mirror's sources; all else is a Debian external.
+LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "ior", "io500", "netcdf-output-bench",
+               "nvme-stage", "compiler-wrapper", "gcc-runtime"}
 
 
 @pytest.fixture(scope="session")
@@ -9,9 +28,119 @@ def spack_available():
     try:
         return spack.locate()
     except spack.SpackMissing as e:
+        if os.environ.get("IOSTACK_REQUIRE_SPACK"):
+            pytest.fail(f"Spack tier required (IOSTACK_REQUIRE_SPACK) but: {e}")
         pytest.skip(f"Spack tier skipped: {e}")
 
 
 @pytest.fixture(autouse=True)
 def _needs_spack(spack_available):
     return spack_available
+
+
+@dataclasses.dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.startswith("iostack: error:")]
+
+
+def iostack(*args, env=None, timeout=3600, cwd=None) -> Run:
+    start = time.monotonic()
+    p = subprocess.run([IOSTACK, *map(str, args)], capture_output=True, text=True,
+                       env={**os.environ, **(env or {})}, timeout=timeout, cwd=cwd)
+    run = Run(p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+    print(f"$ iostack {' '.join(map(str, args))}  # rc {p.returncode}, {run.seconds:.0f} s")
+    print(p.stdout[-4000:], p.stderr[-4000:])
+    return run
+
+
+# Spack's install log: what it built from source, what it took from a build cache, what it
+# fetched, and each package's build time.
+_FROM_SOURCE = re.compile(r"No binary for (\S+?)-[\d.][^\s]*-[a-z0-9]{32} found: installing from source")
+_FROM_CACHE = re.compile(r"Extracting (\S+?)-[\d.][^\s]*-[a-z0-9]{32} from binary cache")
+_FETCHED = re.compile(r"==> Fetching (\S+)")
+_INSTALLED = re.compile(r"==> (\S+): Successfully installed \S+\n.*?Total: ([^\n]+)", re.S)
+
+
+def built_from_source(output: str) -> set[str]:
+    return set(_FROM_SOURCE.findall(output))
+
+
+def installed_from_cache(output: str) -> set[str]:
+    return set(_FROM_CACHE.findall(output))
+
+
+def fetched_urls(output: str) -> list[str]:
+    return _FETCHED.findall(output)
+
+
+def build_times(output: str) -> dict[str, str]:
+    return dict(_INSTALLED.findall(output))
+
+
+def installed_prefixes(root: pathlib.Path) -> list[str]:
+    """Package prefixes in a deployment's install tree (not Spack's database)."""
+    opt = root / "opt"
+    return sorted(p.name for p in opt.iterdir() if not p.name.startswith(".")) if opt.is_dir() else []
+
+
+@pytest.fixture(scope="session")
+def local_deploy(tmp_path_factory, timings):
+    """`local` deployed from source into a fresh root: (root, the deploy's Run)."""
+    root = tmp_path_factory.mktemp("local-from-source")
+    run = iostack("deploy", "--site", "local", "--root", root, "--skip-regression")
+    assert run.returncode == 0, run.error_lines
+    timings["deploy local, cold (from source)"] = run.seconds
+    for package, total in sorted(build_times(run.output).items()):
+        timings[f"  build {package}"] = total
+    return root, run
+
+
+@pytest.fixture(scope="session")
+def local_buildcache(local_deploy, timings):
+    """The source deployment pushed to a signed build cache under its root."""
+    root, _ = local_deploy
+    run = iostack("buildcache", "push", "--site", "local", "--root", root)
+    assert run.returncode == 0, run.error_lines
+    timings["buildcache push local"] = run.seconds
+    return root / "buildcache"
+
+
+@pytest.fixture
+def scratch_cache(tmp_path):
+    """An iostack cache directory of its own (IOSTACK_CACHE): the real Spack trees, but its
+    own registered mirrors and an empty key ring. Returns (env, cache)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    spack_root, spack_packages = spack.locate()
+    (cache / "spack").symlink_to(spack_root)
+    (cache / "spack-packages").symlink_to(spack_packages)
+    return {"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""}, cache
+
+
+def register_source_mirror(cache: pathlib.Path, mirror: pathlib.Path) -> None:
+    f = bundle.registered_mirrors_file(cache)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(bundle.mirrors_yaml(mirror, None))
+
+
+def shared_bundle() -> pathlib.Path:
+    """The offline bundle CI gets (../shared/spack), or where IOSTACK_SPACK_BUNDLE says."""
+    where = os.environ.get("IOSTACK_SPACK_BUNDLE") or paths.REPO.parent / "shared" / "spack"
+    where = pathlib.Path(where)
+    if not (where / bundle.SUMS).is_file():
+        message = f"no offline Spack bundle at {where} (set IOSTACK_SPACK_BUNDLE)"
+        if os.environ.get("IOSTACK_REQUIRE_SPACK"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return where

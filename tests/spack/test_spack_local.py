@@ -1,17 +1,14 @@
-"""With real Spack: audit our recipes, check every site's lock, deploy `local`, load its modules."""
+"""With real Spack, offline: audit our recipes, deploy `local` from the source mirror, load
+its modules, and run its nightly checks on the Spack-built stack."""
+import json
 import os
+import shutil
 import subprocess
 
 import pytest
+from conftest import LOCAL_BUILT, built_from_source, fetched_urls, iostack
 
-from iostack import locks, paths, sites
-
-
-def iostack(*args, timeout=1800):
-    p = subprocess.run([str(paths.REPO / "bin" / "iostack"), *args], capture_output=True,
-                       text=True, timeout=timeout)
-    print(p.stdout[-6000:], p.stderr[-3000:])
-    return p
+from iostack import bundle, paths, stack
 
 
 def local_recipes():
@@ -20,37 +17,120 @@ def local_recipes():
 
 
 def test_audit_packages_and_configs(tmp_path):
-    p = iostack("spack", "--site", "local", "--root", str(tmp_path), "--",
+    p = iostack("spack", "--site", "local", "--root", tmp_path, "--",
                 "audit", "packages", *local_recipes())
     assert p.returncode == 0
-    p = iostack("spack", "--site", "local", "--root", str(tmp_path), "--", "audit", "configs")
+    p = iostack("spack", "--site", "local", "--root", tmp_path, "--", "audit", "configs")
     assert p.returncode == 0
 
 
-@pytest.mark.parametrize("site", sites.spack_sites())
-def test_site_lock_is_fresh(site):
-    lock, seconds = locks.fresh_lock(site)
-    print(f"{site}: concretized in {seconds:.0f} s")
-    assert locks.differences(locks.committed_lock(site), lock) == []
-
-
-def test_deploy_local_and_load_fdb_with_lmod(tmp_path):
-    root = tmp_path / "local"
-    p = iostack("deploy", "--site", "local", "--root", str(root), "--skip-regression")
-    assert p.returncode == 0
-    assert "spack -e" in p.stdout and "module lmod refresh" in p.stdout
-    core = root / "modulefiles" / "Core"
-    assert (core / "fdb" / "5.10.8.lua").is_file()
+def test_deploy_builds_the_stack_from_source_and_nothing_else(local_deploy):
+    root, run = local_deploy
+    assert built_from_source(run.output) == LOCAL_BUILT
+    lock = json.loads((paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text())
+    versions = {s["name"]: s["version"] for s in lock["concrete_specs"].values()}
+    assert (versions["eckit"], versions["metkit"], versions["fdb"], versions["ior"]) == \
+        ("1.28.8", "1.11.22", "5.13.106", "4.0.0")
+    # every node Spack did not build is a Debian external
+    externals = {s["name"] for s in lock["concrete_specs"].values() if s.get("external")}
+    assert externals | LOCAL_BUILT | {"io500", "netcdf-output-bench"} >= set(versions)
     # Spack wrote into the deployment's copy of the environment, never into the checkout
     assert (root / "spack-env" / "sites" / "local" / ".spack-env").is_dir()
     clean = subprocess.run(["git", "status", "--porcelain", "spack-env"], cwd=paths.REPO,
                            capture_output=True, text=True).stdout
     assert clean == ""
+
+
+def test_nothing_is_fetched_beyond_the_configured_mirrors(local_deploy):
+    _, run = local_deploy
+    mirrors = bundle.registered_mirrors_file().read_text()
+    mirror_urls = [line.split('"')[1] for line in mirrors.splitlines() if "url:" in line]
+    _, spack_packages = __import__("iostack.spack", fromlist=["locate"]).locate()
+    allowed = [*mirror_urls, spack_packages.resolve().as_uri(),
+               "file:///" + str(spack_packages.resolve())]  # Spack spells it file:////...
+    urls = fetched_urls(run.output)
+    assert urls, "the deploy fetched nothing at all"
+    beyond = [u for u in urls if not any(u.replace("file:////", "file:///").startswith(a)
+                                         for a in allowed)]
+    assert beyond == []
+
+
+def lmod(script: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE"))}
+    return subprocess.run(["bash", "-c", "source /usr/share/lmod/lmod/init/bash && " + script],
+                          capture_output=True, text=True, env=env)
+
+
+def test_modules_load_clean_and_debian_fdb_stays_beside(local_deploy):
+    root, _ = local_deploy
+    core = root / "modulefiles" / "Core"
+    out = lmod(f"module use {core} && module load openmpi fdb ior io500 nvme-stage && "
+               "fdb-info --version && ior --version && command -v io500 && "
+               "nvme-stage --version && /usr/bin/fdb-info --version")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "5.13.106"
+    assert "IOR-4.0.0" in lines[1]
+    assert lines[2].startswith(str(root / "opt"))
+    assert lines[3] == "nvme-stage 1.0.0"
+    assert lines[4] == "5.10.8"  # Debian's FDB, the second one
     assert not any("-" in f.stem and len(f.stem) > 20 for f in core.rglob("*.lua"))  # no hashes
-    script = (f"source /usr/share/lmod/lmod/init/bash && module use {core} && module load fdb && "
-              'echo "FDB_ROOT=$FDB_ROOT" && fdb-info --version')
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                         env={k: v for k, v in os.environ.items() if not k.startswith("LMOD")})
-    assert out.returncode == 0, out.stderr
-    assert "FDB_ROOT=/usr" in out.stdout
-    assert out.stdout.strip().splitlines()[-1] == "5.10.8"
+
+
+def test_lock_roots_are_the_stack_the_smoke_check_checks():
+    roots = stack.site_roots("local")
+    assert {"eckit", "metkit", "fdb", "ior", "io500", "netcdf-output-bench",
+            "nvme-stage"} <= set(roots)
+
+
+@pytest.fixture(scope="module")
+def spack_stack_nightly(local_deploy, timings):
+    """The nightly's checks that use the Spack-built FDB, IOR and io500, on that stack."""
+    root, _ = local_deploy
+    run = iostack("nightly", "--site", "local", "--root", root, "--", "-p", "stack",
+                  "-n", "FdbBitIdentityCheck", "-n", "FdbCrossVersionCheck",
+                  "-n", "IO500Check", "-n", "IorLayoutCheck", "-n", "MdtestScalingCheck",
+                  "-n", "StackSmokeCheck")
+    timings["nightly checks on the Spack stack (local)"] = run.seconds
+    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
+                     key=os.path.getmtime)
+    return run, json.loads(reports[-1].read_text())
+
+
+def last_attempts(report):
+    return {tc["name"]: tc for run in report["runs"] for tc in run["testcases"]}
+
+
+def test_nightly_on_the_spack_stack_passes(spack_stack_nightly):
+    run, report = spack_stack_nightly
+    cases = last_attempts(report)
+    failed = {n: tc["fail_reason"] for n, tc in cases.items() if tc["result"] != "pass"}
+    assert failed == {}
+    checks = {name.split()[0] for name in cases}
+    assert {"FdbBitIdentityCheck", "FdbCrossVersionCheck", "IO500Check", "IorLayoutCheck",
+            "MdtestScalingCheck", "StackSmokeCheck"} <= checks
+    assert all(tc["environ"] == "stack" for tc in cases.values())
+    assert run.returncode == 0
+
+
+def test_scratch_copy_of_spack_is_refused_when_it_carries_its_own_config(tmp_path, scratch_cache):
+    """Spack reads $SPACK_ROOT/etc/spack whatever SPACK_DISABLE_LOCAL_CONFIG says; a gcc that
+    Spack auto-detected there broke every cray-ex concretization. iostack refuses such a
+    Spack, naming the file."""
+    env, cache = scratch_cache
+    real_root = (cache / "spack").resolve()
+    copy = tmp_path / "spack"
+    shutil.copytree(real_root, copy, symlinks=True,
+                    ignore=shutil.ignore_patterns(".git", "__pycache__", "opt"))
+    (cache / "spack").unlink()
+    (cache / "spack").symlink_to(copy)
+    site_scope = copy / "etc" / "spack" / "site"
+    (site_scope / "packages.yaml").write_text(
+        "packages:\n  gcc:\n    externals:\n    - spec: gcc@12.2.0 languages:='c,c++'\n"
+        "      prefix: /usr\n")
+    p = iostack("spack", "--site", "cray-ex", "--root", tmp_path / "root", "--", "spec", "fdb",
+                env=env)
+    assert p.returncode != 0
+    assert len(p.error_lines) == 1
+    assert str(site_scope / "packages.yaml") in p.error_lines[0]
+    assert "Traceback" not in p.output

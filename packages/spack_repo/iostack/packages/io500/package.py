@@ -43,8 +43,9 @@ class Io500(MakefilePackage):
 
     @run_before("build")
     def build_pfind(self):
+        # pfind's prepare.sh only clones lz4 from GitHub (an optional speed-up of pfind's
+        # work stealing); without it pfind builds alone and nothing is downloaded
         with working_dir(join_path("build", "pfind")):
-            Executable("./prepare.sh")()
             Executable("./compile.sh")(extra_env={"CC": self.spec["mpi"].mpicc})
 
     @property

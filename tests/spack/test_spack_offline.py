@@ -1,0 +1,244 @@
+"""Offline set-up, source mirrors, signed build caches and bundles, for real, with the
+`local` deployment the tier built from source; and bad input, each refused with one line
+and nothing half-installed."""
+import os
+import pathlib
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+from conftest import (LOCAL_BUILT, built_from_source, fetched_urls, installed_from_cache,
+                      installed_prefixes, iostack, register_source_mirror, shared_bundle)
+
+from iostack import bundle, paths, pins
+
+
+def lock_sources():
+    """The checksummed archives the local lock builds from, as the shared mirror holds them."""
+    archives = shared_bundle() / "mirror" / "_source-cache" / "archive"
+    return sorted(p.name for p in archives.rglob("*.tar.gz"))
+
+
+# --- set-up from an offline bundle ------------------------------------------------------
+
+def make_bundle_copy(tmp_path) -> pathlib.Path:
+    copy = tmp_path / "bundle"
+    shutil.copytree(shared_bundle(), copy)
+    for p in copy.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return copy
+
+
+def test_setup_refuses_a_bundle_whose_sums_do_not_match(tmp_path, scratch_cache):
+    env, cache = scratch_cache
+    for link in ("spack", "spack-packages"):
+        (cache / link).unlink()
+    copy = make_bundle_copy(tmp_path)
+    archive = copy / pins.SPACK["archive"]
+    data = bytearray(archive.read_bytes())
+    data[-100] ^= 0x01
+    archive.write_bytes(bytes(data))
+    p = iostack("setup", "--skip-apt", "--spack-bundle", copy, env=env)
+    assert p.returncode != 0
+    assert p.error_lines == [f"iostack: error: {archive} does not match its sha256 in SHA256SUMS: "
+                             "the bundle is damaged or was tampered with"]
+    # refused before anything changed: no Spack unpacked, no mirror registered
+    assert sorted(x.name for x in cache.iterdir()) == []
+
+
+def test_setup_refuses_a_file_the_sums_do_not_cover(tmp_path, scratch_cache):
+    env, cache = scratch_cache
+    copy = make_bundle_copy(tmp_path)
+    extra = copy / "mirror" / "_source-cache" / "archive" / "00" / "planted.tar.gz"
+    extra.parent.mkdir()
+    extra.write_bytes(b"not from the bundle's maker")
+    p = iostack("setup", "--skip-apt", "--spack-bundle", copy, env=env)
+    assert p.returncode != 0
+    assert len(p.error_lines) == 1 and "is not covered by SHA256SUMS" in p.error_lines[0]
+
+
+def test_setup_from_the_bundle_unpacks_the_pinned_spack_and_registers_its_mirror(tmp_path):
+    cache = tmp_path / "cache"
+    p = iostack("setup", "--skip-apt", "--spack-bundle", shared_bundle(),
+                env={"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""})
+    assert p.returncode == 0, p.error_lines
+    for tree, pin in (("spack", pins.SPACK), ("spack-packages", pins.SPACK_PACKAGES)):
+        assert bundle.installed_commit(cache / tree) == pin["commit"]
+        assert not (cache / f"{tree}.partial").exists()
+    assert (cache / "spack" / "bin" / "spack").is_file()
+    registered = bundle.registered_mirrors_file(cache).read_text()
+    assert "mirrors::" in registered and (cache / "mirrors" / "source").as_uri() in registered
+    assert sorted(p.name for p in (cache / "mirrors" / "source").rglob("*.tar.gz")) == \
+        sorted(p.name for p in (shared_bundle() / "mirror").rglob("*.tar.gz"))
+    # a second set-up finds everything in place and changes nothing
+    p = iostack("setup", "--skip-apt", "--spack-bundle", shared_bundle(),
+                env={"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""})
+    assert p.returncode == 0 and "is already v1.1.0" in p.stdout
+
+
+# --- bad mirrors: refused before anything is installed -----------------------------------
+
+def broken_mirror(tmp_path, damage) -> pathlib.Path:
+    mirror = tmp_path / "mirror"
+    shutil.copytree(shared_bundle() / "mirror", mirror)
+    for p in mirror.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    ior = next(mirror.rglob("cb17f6b0d17fb98dae28abaa116fd3adde411f52d45ff9efb125efc791b97463.tar.gz"))
+    damage(ior)
+    return mirror
+
+
+def tamper(path: pathlib.Path):
+    data = bytearray(path.read_bytes())
+    data[1000] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage,message", [
+    (pathlib.Path.unlink, "the source of ior-4.0.0 is in none of the configured mirrors"),
+    (tamper, "the source archive of ior-4.0.0 (file://"),
+], ids=["missing-source", "tampered-archive"])
+def test_deploy_refuses_a_bad_mirror_before_installing_anything(tmp_path, scratch_cache,
+                                                                 damage, message):
+    env, cache = scratch_cache
+    register_source_mirror(cache, broken_mirror(tmp_path, damage))
+    root = tmp_path / "root"
+    p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression", env=env)
+    assert p.returncode != 0
+    assert len(p.error_lines) == 1
+    assert p.error_lines[0].startswith("iostack: error: fetching the sources of site local "
+                                       f"failed: {message}")
+    if damage is tamper:
+        assert "fails its sha256 checksum" in p.error_lines[0]
+    assert "Traceback" not in p.output
+    assert installed_prefixes(root) == []
+
+
+# --- source mirror for a site ------------------------------------------------------------
+
+def test_mirror_create_writes_exactly_the_sources_the_lock_builds(tmp_path, local_deploy):
+    """../shared/spack/mirror stands in for the network: the new mirror holds what the lock
+    builds from, checksums verified on the way."""
+    root, _ = local_deploy
+    dest = tmp_path / "site-mirror"
+    p = iostack("mirror", "create", "--site", "local", "--root", root, "-d", dest)
+    assert p.returncode == 0, p.error_lines
+    archives = sorted(x.name for x in (dest / "_source-cache" / "archive").rglob("*.tar.gz"))
+    # every checksummed source of the local lock (ecbuild, eckit, metkit, fdb, ior), nothing else
+    assert archives == [name for name in lock_sources()
+                        if not name.startswith(("9c11dd", "35d5f6", "6a0db8"))]
+    git = sorted(str(x.relative_to(dest / "_source-cache" / "git"))
+                 for x in (dest / "_source-cache" / "git").rglob("*.tar.gz"))
+    assert any(g.startswith("IO500/io500.git/bb08c873") for g in git)
+    assert any(g.startswith("VI4IO/pfind.git/778dca8") for g in git)
+
+
+# --- signed build cache ------------------------------------------------------------------
+
+def test_deploy_from_the_buildcache_builds_nothing(tmp_path, local_deploy, local_buildcache,
+                                                   timings):
+    source_root, cold = local_deploy
+    root = tmp_path / "from-cache"
+    p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression",
+                "--buildcache", local_buildcache)
+    assert p.returncode == 0, p.error_lines
+    assert built_from_source(p.output) == set()
+    assert installed_from_cache(p.output) == LOCAL_BUILT
+    assert installed_prefixes(root) == installed_prefixes(source_root)
+    timings["deploy local from the build cache"] = p.seconds
+    timings["  cold / from-cache ratio"] = f"{cold.seconds / p.seconds:.1f}"
+    # a warm deploy (everything installed) only re-checks and regenerates the modules
+    p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression",
+                "--buildcache", local_buildcache)
+    assert p.returncode == 0 and built_from_source(p.output) == set()
+    timings["deploy local, warm (all installed)"] = p.seconds
+
+
+def test_deploy_refuses_a_buildcache_signed_with_an_unknown_key(tmp_path, scratch_cache,
+                                                                local_buildcache):
+    env, cache = scratch_cache   # a node whose key ring does not hold the cache's key
+    register_source_mirror(cache, shared_bundle() / "mirror")
+    root = tmp_path / "root"
+    p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression",
+                "--buildcache", local_buildcache, env=env)
+    assert p.returncode != 0
+    assert len(p.error_lines) == 1
+    assert "signed with a key this node does not trust" in p.error_lines[0]
+    assert "Traceback" not in p.output
+    assert installed_prefixes(root) == []
+
+
+# --- the air-gapped bundle ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def local_bundle(tmp_path_factory, local_deploy, local_buildcache, timings):
+    root, _ = local_deploy
+    out = tmp_path_factory.mktemp("bundle") / "iostack-local.tar"
+    p = iostack("bundle", "--site", "local", "--root", root, "-o", out,
+                "--buildcache", local_buildcache)
+    assert p.returncode == 0, p.error_lines
+    timings["bundle local"] = p.seconds
+    timings["  bundle size (MiB)"] = f"{out.stat().st_size / 2**20:.0f}"
+    return out
+
+
+def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bundle):
+    with tarfile.open(local_bundle) as tar:
+        names = tar.getnames()
+    top = "iostack-bundle-local"
+    assert {f"{top}/SHA256SUMS", f"{top}/{pins.SPACK['archive']}",
+            f"{top}/{pins.SPACK_PACKAGES['archive']}", f"{top}/iostack/bin/iostack",
+            f"{top}/iostack/pins.json"} <= set(names)
+    for part in ("mirror/", "buildcache/", "wheels/"):
+        assert any(n.startswith(f"{top}/{part}") for n in names), part
+    commit = subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    with tarfile.open(local_bundle) as tar:
+        spack_archive = tar.extractfile(f"{top}/{pins.SPACK['archive']}")
+        with tarfile.open(fileobj=spack_archive) as inner:
+            assert inner.pax_headers.get("comment") == pins.SPACK["commit"]
+    assert commit
+
+
+NETNS_SCRIPT = r"""
+set -euo pipefail
+ip link set lo up
+echo "links: $(ip -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')"
+cd "$BUNDLE/iostack"
+bin/iostack setup --spack-bundle "$BUNDLE"
+bin/iostack deploy --site local --root "$ROOT" --skip-regression
+bin/iostack nightly --site local --root "$ROOT" -- -p stack -n FdbBitIdentityCheck \
+    -n FdbCrossVersionCheck -n StackSmokeCheck
+"""
+
+
+def test_bundle_deploys_and_validates_with_no_network(tmp_path, local_bundle, timings):
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a network namespace needs root and unshare")
+    with tarfile.open(local_bundle) as tar:
+        tar.extractall(tmp_path, filter="tar")
+    top = tmp_path / "iostack-bundle-local"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("IOSTACK_", "SPACK", "XDG_", "VIRTUAL_ENV", "PYTHON"))}
+    env.update(HOME=str(home), BUNDLE=str(top), ROOT=str(tmp_path / "root"))
+    import time
+
+    start = time.monotonic()
+    p = subprocess.run(["unshare", "--net", "bash", "-c", NETNS_SCRIPT], env=env,
+                       capture_output=True, text=True, timeout=3600)
+    seconds = time.monotonic() - start
+    print(p.stdout[-8000:], p.stderr[-4000:])
+    timings["bundle: set-up + deploy + checks, no network"] = seconds
+    assert p.returncode == 0
+    # only loopback existed, so nothing could reach outside; and Spack fetched only from
+    # the bundle's mirrors (now in the fresh HOME's cache)
+    links = next(line for line in p.stdout.splitlines() if line.startswith("links: "))
+    assert links.split()[1:] == ["lo"]
+    cache_uri = (home / ".cache" / "iostack").as_uri()
+    urls = fetched_urls(p.stdout + p.stderr)
+    assert urls and all(u.replace("file:////", "file:///").startswith(cache_uri) for u in urls)
+    assert built_from_source(p.stdout + p.stderr) == set()
+    assert "iostack: error" not in p.stderr
