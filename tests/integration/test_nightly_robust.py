@@ -18,10 +18,10 @@ pytestmark = pytest.mark.skipif(
     reason="FDB tools (fdb5) or ecCodes tools not installed")
 
 IOSTACK = paths.REPO / "bin" / "iostack"
-#: one quick passing case
-QUICK = ["-n", "FdbBitIdentityCheck%scenario=archive", "--max-retries=0"]
+#: one quick passing case, on Debian's packages (`stack` needs a deployed Spack stack)
+QUICK = ["-p", "builtin", "-n", "FdbBitIdentityCheck%scenario=archive", "--max-retries=0"]
 #: one quick failing case: the negative control flips a message that does not exist
-FAILING = ["-n", "FdbBitIdentityCheck%scenario=flip-one-bit", "--max-retries=0",
+FAILING = ["-p", "builtin", "-n", "FdbBitIdentityCheck%scenario=flip-one-bit", "--max-retries=0",
            "-S", "FdbBitIdentityCheck.flipped_message=9999"]
 
 
