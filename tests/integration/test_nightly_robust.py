@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from iostack import nightly, paths, reframe, results
+from iostack import filesystems, nightly, paths, reframe, results
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("fdb-write", "fdb-read", "grib_set")),
@@ -286,3 +286,22 @@ def test_reading_commands_never_create_a_root(tmp_path, command):
         f"iostack: error: no results DB at {root}/reframe/results.db (deployment root {root} "
         "does not exist): check --root / IOSTACK_ROOT, or run `bin/iostack nightly --site "
         "local` first"]
+
+
+def test_a_bounded_tool_is_killed_and_says_where_it_was(tmp_path):
+    """The job side of bounded(): the tool is killed at tool_timeout, the job goes on with
+    the kill's exit code, and the line the sanity step reads names the file system."""
+    from types import SimpleNamespace
+
+    from iostack_rfm.base import IostackMixin, full_disk_problem
+
+    line = IostackMixin.bounded(SimpleNamespace(tool_timeout=1), "sleep 30")
+    start = time.monotonic()
+    p = subprocess.run(["bash", "-c", line + '; echo "sleep rc=$?"'], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert time.monotonic() - start < 10
+    stopped, rc = p.stdout.splitlines()
+    assert rc == "sleep rc=137"
+    assert stopped.startswith("iostack-stopped: sleep after 1 s; df: ")
+    assert stopped.endswith(" " + filesystems.mount_of(tmp_path).mountpoint)
+    assert full_disk_problem(p.stdout, "local:default") == "sleep was stopped after 1 s (tool_timeout)"
