@@ -256,11 +256,14 @@ class IostackMixin(rfm.RegressionTestPlugin):
     def fail_on_a_full_file_system(self):
         """A check that ran out of space fails for that reason, naming the file system,
         whatever failed downstream of the ENOSPC (an empty file, a missing line)."""
+        if self.is_dry_run():
+            return
         for path in dict.fromkeys([self.stagedir, self.io_dir()]):
             full = os.path.isdir(path) and filesystems.full(path)
             if full:
                 raise SanityError(f'{full}: free space there and run again')
-        for name in (self.job.stdout, self.job.stderr):
+        jobs = [job for job in (self.build_job, self.job) if job is not None]
+        for name in [name for job in jobs for name in (job.stdout, job.stderr)]:
             try:
                 with open(os.path.join(self.stagedir, name), errors='replace') as f:
                     text = f.read()
