@@ -18,10 +18,12 @@ pytestmark = pytest.mark.skipif(
     reason="FDB tools (fdb5) or ecCodes tools not installed")
 
 IOSTACK = paths.REPO / "bin" / "iostack"
-#: one quick passing case, on Debian's packages (`stack` needs a deployed Spack stack)
-QUICK = ["-p", "builtin", "-n", "FdbBitIdentityCheck%scenario=archive", "--max-retries=0"]
+#: one quick passing case, on Debian's packages only: the `stack` environment needs a
+#: deployed Spack stack (`-p builtin` would still build the check's fixture in `stack`)
+BUILTIN = ["-S", "valid_prog_environs=builtin", "--max-retries=0"]
+QUICK = [*BUILTIN, "-n", "FdbBitIdentityCheck%scenario=archive"]
 #: one quick failing case: the negative control flips a message that does not exist
-FAILING = ["-p", "builtin", "-n", "FdbBitIdentityCheck%scenario=flip-one-bit", "--max-retries=0",
+FAILING = [*BUILTIN, "-n", "FdbBitIdentityCheck%scenario=flip-one-bit",
            "-S", "FdbBitIdentityCheck.flipped_message=9999"]
 
 
