@@ -1,6 +1,7 @@
 """bin/iostack nightly's verdict is true and its operations are bounded, for real (ReFrame
 4.10, its sqlite results DB, loop-mounted and read-only file systems), and an operator's
 mistake is one line, never a traceback (issue 12)."""
+import json
 import os
 import pathlib
 import re
@@ -182,6 +183,31 @@ def test_three_concurrent_nightlies_each_get_a_true_verdict_and_are_all_stored(t
     monkeypatch.setenv("RFM_SQLITE_DB_FILE", str(shared_db))
     stored = {s["session_info"]["uuid"] for s in results.stored_sessions("local", tmp_path / "a")}
     assert stored == uuids
+
+
+def test_concurrent_writers_lose_no_session(tmp_path):
+    """Eight processes store a session each into one results DB at once, through ReFrame's
+    storage backend (its lock on .db.lock beside the DB, sqlite's busy timeout)."""
+    root = tmp_path / "root"
+    (root / "reframe").mkdir(parents=True)
+    reports = []
+    for i in range(8):
+        uuid = f"00000000-0000-0000-0000-{i:012d}"
+        tc = {"name": "FdbBitIdentityCheck", "system": "local", "partition": "default",
+              "environ": "builtin", "job_completion_time_unix": 1.7e9 + i, "uuid": f"{uuid}:0:0"}
+        report = {"session_info": {"uuid": uuid, "time_start_unix": 1.7e9 + i,
+                                   "time_end_unix": 1.7e9 + i + 1, "num_cases": 1},
+                  "runs": [{"testcases": [tc]}]}
+        reports.append(root / "reframe" / f"report-{i}.json")
+        reports[-1].write_text(json.dumps(report))
+    env = {**os.environ, "IOSTACK_VENV": str(paths.venv())}
+    procs = [subprocess.Popen([str(IOSTACK), "store-report", "--root", str(root), str(r)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+             for r in reports]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, outs
+    stored = [s["session_info"]["uuid"] for s in results.stored_sessions("local", root)]
+    assert stored == [f"00000000-0000-0000-0000-{i:012d}" for i in range(8)]
 
 
 # --- bounded in time ------------------------------------------------------------------
