@@ -204,6 +204,9 @@ def test_labels_are_checked_per_filesystem_and_options_by_a_trial():
                              "(nvme_scratch_label)"]
     ext4 = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], label="iostack-scr-1", fstype="ext4"), probe)
     assert ext4["invalid"] == []
+    unparsable = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], mkfs_opts="-m 'crc=1"), probe)
+    assert unparsable["invalid"] == ["mkfs options '-m 'crc=1' do not parse: No closing quotation "
+                                     "(nvme_scratch_mkfs_opts)"]
     probe.trial = lambda *args: [f"tried {args}"]
     tried = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], mkfs_opts="-K", mount_opts="noatime"), probe)
     assert tried["invalid"] == ["tried ('xfs', 'iostack-scr', '-K', 'noatime')"]

@@ -205,10 +205,10 @@ class Probe:
             with open(image, "wb") as fh:
                 fh.truncate(TRIAL_BYTES[fstype])
             quiet = ["-q", "-F"] if fstype == "ext4" else ["-q"]
-            rc, _, err = self.run([f"mkfs.{fstype}", *quiet, "-L", label, *shlex.split(mkfs_opts), image])
+            options = ["-L", label, *shlex.split(mkfs_opts)]
+            rc, _, err = self.run([f"mkfs.{fstype}", *quiet, *options, image])
             if rc != 0:
-                return [f"mkfs.{fstype} refuses the options '-L {label} {mkfs_opts}'".rstrip("' ") + "'"
-                        + f": {_first_line(err)}"]
+                return [f"mkfs.{fstype} refuses the options '{' '.join(options)}': {_first_line(err)}"]
             if not os.path.exists("/dev/loop-control"):
                 return []
             os.mkdir(mnt)
@@ -300,6 +300,10 @@ def validate_arguments(params, probe):
     if len(params["devices"]) > 1 and not MD_NAME.match(params["md_name"]):
         problems.append(f"md name '{params['md_name']}' must be 1 to 32 of A-Z a-z 0-9 _ . - "
                         "(nvme_scratch_md_name)")
+    try:
+        shlex.split(params["mkfs_opts"])
+    except ValueError as e:
+        problems.append(f"mkfs options '{params['mkfs_opts']}' do not parse: {e} (nvme_scratch_mkfs_opts)")
     if problems:
         return problems
     return probe.trial(fstype, label, params["mkfs_opts"], params["mount_opts"])
