@@ -1,8 +1,8 @@
 # iostack toolchain: HPE Cray EX, PrgEnv-cray (CCE) through cc/CC/ftn.
 #
-#   module load PrgEnv-cray craype-x86-milan     # compute-node target module
+#   module load PrgEnv-cray craype-x86-rome      # compute-node target module (zen2)
 #   ecbuild --toolchain=<iostack>/toolchains/cray-cce.cmake \
-#           -C <iostack>/toolchains/preseed/cray-ex-zen3.cmake \
+#           -C <iostack>/toolchains/preseed/cray-ex-zen2.cmake \
 #           -DCMAKE_INSTALL_PREFIX=<prefix> --build=Bit <src>
 #
 # CCE >= 9: cc/CC are Clang-based (OpenMP -fopenmp), ftn is the classic

@@ -1,8 +1,8 @@
 # iostack toolchain: HPE Cray EX, PrgEnv-gnu through cc/CC/ftn.
 #
-#   module load PrgEnv-gnu craype-x86-milan      # compute-node target module
+#   module load PrgEnv-gnu craype-x86-rome       # compute-node target module (zen2)
 #   ecbuild --toolchain=<iostack>/toolchains/cray-gnu.cmake \
-#           -C <iostack>/toolchains/preseed/cray-ex-zen3.cmake \
+#           -C <iostack>/toolchains/preseed/cray-ex-zen2.cmake \
 #           -DCMAKE_INSTALL_PREFIX=<prefix> --build=Bit <src>
 #
 # Link/RPATH policy and cross-compile setup: include/cray-common.cmake.

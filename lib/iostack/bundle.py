@@ -9,6 +9,7 @@ four entries only):
     mirror/                             a Spack source mirror
     buildcache/                         a signed Spack build cache (optional)
     wheels/                             the Python tools of requirements.txt (optional)
+    samples/                            the published GRIB the nightly checks use (optional)
     iostack/                            this repository at one commit (optional)
 
 `bin/iostack setup --spack-bundle DIR` verifies it, unpacks Spack and spack-packages into
@@ -32,7 +33,7 @@ SUMS = "SHA256SUMS"
 # Payload a bundle may hold besides SHA256SUMS; every file in them must be covered by it.
 # (iostack/ is checked file by file against its sums, but may gain files: set-up makes .venv
 # and deploy/ inside it.)
-CHECKED_DIRS = ("mirror", "buildcache", "wheels")
+CHECKED_DIRS = ("mirror", "buildcache", "wheels", "samples")
 COMMIT_MARKER = ".iostack-commit"
 
 
@@ -110,16 +111,33 @@ def unpack(archive: pathlib.Path, dest: pathlib.Path, pin: dict) -> None:
     if partial.exists():
         shutil.rmtree(partial)
     partial.mkdir(parents=True)
-    with tarfile.open(archive) as tar:
-        tops = {m.name.split("/")[0] for m in tar.getmembers() if m.name not in ("", ".")}
-        if len(tops) != 1:
-            raise BundleError(f"{archive.name} has {len(tops)} top directories, expected one")
-        tar.extractall(partial, filter="tar")
-    top = partial / tops.pop()
-    (top / COMMIT_MARKER).write_text(pin["commit"] + "\n")
-    top.rename(dest)
-    shutil.rmtree(partial)
+    try:
+        with tarfile.open(archive) as tar:
+            tops = {m.name.split("/")[0] for m in tar.getmembers() if m.name not in ("", ".")}
+            if len(tops) != 1:
+                raise BundleError(f"{archive.name} has {len(tops)} top directories, expected one")
+            extract(tar, partial)
+        top = partial / tops.pop()
+        (top / COMMIT_MARKER).write_text(pin["commit"] + "\n")
+        top.rename(dest)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     print(f"iostack: unpacked {archive.name} ({pin['tag']}, {pin['commit'][:12]}) into {dest}")
+
+
+def extract(tar: tarfile.TarFile, dest: pathlib.Path) -> None:
+    """extractall, refusing members that would land outside dest (Debian 12's Python 3.11.2
+    predates tarfile's extraction filters)."""
+    root = dest.resolve()
+    for member in tar.getmembers():
+        target = (dest / member.name).resolve()
+        if target != root and root not in target.parents or member.isdev():
+            raise BundleError(f"{tar.name}: member {member.name!r} would land outside {dest}")
+        if member.issym() or member.islnk():
+            link = (target.parent / member.linkname).resolve()
+            if root not in link.parents and link != root:
+                raise BundleError(f"{tar.name}: link {member.name!r} points outside {dest}")
+    tar.extractall(dest)
 
 
 def installed_commit(tree: pathlib.Path) -> str | None:
@@ -191,6 +209,9 @@ def register(bundle: pathlib.Path, cache: pathlib.Path) -> pathlib.Path:
     for kind, where in (("source mirror", source), ("build cache", binary)):
         if where:
             print(f"iostack: registered the bundle's {kind} {where} for every site ({out})")
+    if (bundle / "samples").is_dir():
+        install_tree(bundle / "samples", cache / "samples")
+        print(f"iostack: the bundle's published GRIB samples are in {cache / 'samples'}")
     return out
 
 
@@ -241,7 +262,7 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
     import io
 
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(top / "iostack", filter="tar")
+        extract(tar, top / "iostack")
     spack_root, spack_packages = spack.locate()
     _archive(pins.SPACK, paths.cache(), spack_root, top)
     _archive(pins.SPACK_PACKAGES, paths.cache(), spack_packages, top)
@@ -251,6 +272,10 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
     shutil.copytree(buildcache, top / "buildcache")
     run([sys.executable, "-m", "pip", "download", "-q", "-d", top / "wheels",
          "-r", paths.REPO / "requirements.txt"])
+    from iostack import samples
+
+    for name in samples.SOURCES:
+        samples.fetch(name, top / "samples")
     write_sums(top)
     partial = out.with_name(out.name + ".partial")
     with tarfile.open(partial, "w") as tar:

@@ -137,10 +137,17 @@ def cmd_lock(args):
     from iostack import locks
 
     _spack_or_die()
-    failed = 0
-    for site in args.sites or sites.spack_sites():
+    chosen = args.sites or sites.spack_sites()
+    for site in chosen:
         sites.check_site(site)
-        lock, seconds = locks.fresh_lock(site)
+    print(f"iostack: concretizing {', '.join(chosen)} from scratch (side by side)", flush=True)
+    failed = 0
+    for site, result in locks.fresh_locks(chosen).items():
+        if isinstance(result, locks.ConcretizationFailed):
+            failed += 1
+            print(f"iostack: {site}: concretization failed: {result}", flush=True)
+            continue
+        lock, seconds = result
         diff = locks.differences(locks.committed_lock(site), lock)
         roots = ", ".join(r["spec"] for r in lock["roots"])
         print(f"iostack: {site}: concretized in {seconds:.0f} s; roots: {roots}", flush=True)

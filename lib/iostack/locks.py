@@ -3,29 +3,53 @@
 The copy is concretized in a temporary tree, so checking never touches the repository; with
 --update the fresh lock replaces the committed one (review its diff like code).
 """
+import concurrent.futures
 import json
+import os
 import pathlib
 import shutil
+import subprocess
 import tempfile
 import time
 
 from iostack import paths, spack
 
 
+class ConcretizationFailed(RuntimeError):
+    pass
+
+
 def fresh_lock(site: str) -> tuple[dict, float]:
+    """Concretize a site from scratch in a temporary copy; (its lock, seconds taken)."""
     with tempfile.TemporaryDirectory(prefix=f"iostack-lock-{site}-") as tmp:
         tree = pathlib.Path(tmp) / "spack-env"
         shutil.copytree(paths.REPO / "spack-env", tree,
                         ignore=shutil.ignore_patterns(".spack-env", "spack.lock"))
-        env = dict(spack.environment(pathlib.Path(tmp) / "root"))
+        env = {**os.environ, **{k: str(v) for k, v in
+                                spack.environment(pathlib.Path(tmp) / "root").items()}}
         start = time.monotonic()
-        spack_bin = pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"
-        from iostack.run import run
-
-        run([spack_bin, "-e", tree / "sites" / site, "concretize", "--fresh", "--force"],
-            env_extra=env)
+        proc = subprocess.run([str(spack.spack_bin()), "-e", str(tree / "sites" / site),
+                               "concretize", "--fresh", "--force"],
+                              env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ConcretizationFailed(f"{site}: {spack.error_line(proc.stderr)}")
         elapsed = time.monotonic() - start
         return json.loads((tree / "sites" / site / "spack.lock").read_text()), elapsed
+
+
+def fresh_locks(sites: list[str]) -> dict[str, tuple[dict, float] | ConcretizationFailed]:
+    """fresh_lock of several sites at once: each concretization is one clingo process on one
+    core, so a node with several cores checks them side by side."""
+    workers = max(1, min(len(sites), os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        futures = {site: pool.submit(fresh_lock, site) for site in sites}
+    out = {}
+    for site, future in futures.items():
+        try:
+            out[site] = future.result()
+        except ConcretizationFailed as e:
+            out[site] = e
+    return out
 
 
 def committed_lock(site: str) -> dict | None:

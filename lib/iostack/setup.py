@@ -17,10 +17,22 @@ def apt_packages():
 
 
 def missing_apt_packages(pkgs):
-    out = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${db:Status-Status}\n", *pkgs],
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Architecture} ${db:Status-Status}\n", *pkgs],
                          capture_output=True, text=True).stdout
-    installed = {line.split()[0] for line in out.splitlines() if line.endswith(" installed")}
+    native = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
+    installed = set()
+    for name, arch, status in (line.split() for line in out.splitlines()):
+        if status == "installed":
+            installed.add(f"{name}:{arch}")
+            if arch in (native, "all"):
+                installed.add(name)
     return [p for p in pkgs if p not in installed]
+
+
+# --- multiarch (toolchains/: the aarch64 target's libraries, `name:arm64` lines) --------
+def foreign_architectures(pkgs):
+    """Architectures of `name:arch` entries, which dpkg must know before apt-get update."""
+    return sorted({p.split(":", 1)[1] for p in pkgs if ":" in p})
 
 
 def system_packages(skip_apt: bool):
@@ -33,11 +45,15 @@ def system_packages(skip_apt: bool):
         print(f"iostack: all {len(pkgs)} system packages are installed")
         return
     apt_line = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
+    add_arch = [["dpkg", "--add-architecture", a] for a in foreign_architectures(missing)]
     if skip_apt or os.geteuid() != 0:
+        first = "".join(f"{' '.join(c)} && " for c in add_arch)
         print("iostack: these system packages are missing; as root, run:\n"
-              f"  apt-get update && {' '.join(apt_line)}", file=sys.stderr)
+              f"  {first}apt-get update && {' '.join(apt_line)}", file=sys.stderr)
         die(f"{len(missing)} system packages missing (set-up needs root for apt)")
     env = {"DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in add_arch:
+        run(cmd)
     run(["apt-get", "update", "-q"], env_extra=env)
     run(apt_line, env_extra=env)
 
@@ -114,7 +130,22 @@ def spack_from_bundle(source: pathlib.Path):
             spack.trust_buildcache_keys(cache / "mirrors" / "buildcache")
         except CommandFailed as e:
             die(f"could not trust the bundle's build cache keys: {e}")
+    complete_source_mirror(cache / "mirrors" / "source")
 
+
+def complete_source_mirror(mirror: pathlib.Path, site: str = "local"):
+    """A bundle's mirror may lack sources that a recipe takes from a package registry
+    (metkit's configuration files come from PyPI): add what the default site's lock needs,
+    while the registries set-up uses are reachable. Sources already there are kept."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="iostack-setup-") as tmp:
+        proc = spack.spack(["mirror", "create", "--directory", mirror, "--all"],
+                           pathlib.Path(tmp), site=site, check=False, capture_stderr=True)
+    if proc.returncode != 0:
+        print(f"iostack: note: the offline mirror lacks sources of site {site} that could not "
+              f"be fetched here ({spack.error_line(proc.stderr)}); `deploy --site {site}` "
+              "will need them")
 
 def spack_checkout(source_bundle: pathlib.Path | None):
     if source_bundle:

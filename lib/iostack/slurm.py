@@ -111,7 +111,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
-MpiDefault=none
+# Debian's Open MPI 4.1 is started by srun through PMIx: plain `srun` starts every rank
+MpiDefault=pmix
 # No accounting database: ReFrame uses its squeue scheduler.
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none

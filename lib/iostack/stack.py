@@ -70,14 +70,24 @@ def site_of_system(system: str) -> str:
     return system
 
 
-def _providers(spec: dict, specs: dict, virtuals) -> list[dict]:
-    found = []
-    for want in virtuals:
-        for dep in spec.get("dependencies", []):
-            if want in dep.get("parameters", {}).get("virtuals", []) and dep["hash"] in specs:
-                provider = specs[dep["hash"]]
-                if provider not in found:
-                    found.append(provider)
+def _providers(spec: dict, specs: dict, virtuals, transitive: bool = False) -> list[dict]:
+    """Providers of the virtuals among a spec's dependencies; with `transitive`, anywhere in
+    its link/run DAG, as Spack's Lmod hierarchy sees MPI (fdb sits under Open MPI because
+    eckit+mpi does)."""
+    found, todo, seen = [], [spec], set()
+    while todo:
+        current = todo.pop()
+        for dep in current.get("dependencies", []):
+            if dep["hash"] not in specs:
+                continue
+            parameters = dep.get("parameters", {})
+            provider = specs[dep["hash"]]
+            if any(v in parameters.get("virtuals", []) for v in virtuals) and provider not in found:
+                found.append(provider)
+            link_or_run = {"link", "run"} & set(parameters.get("deptypes", []))
+            if transitive and link_or_run and dep["hash"] not in seen:
+                seen.add(dep["hash"])
+                todo.append(provider)
     return found
 
 
@@ -97,7 +107,7 @@ def root_specs(lock: dict, core_compilers=()) -> list[RootSpec]:
             if f"{c['name']}@{c['version']}" not in core_compilers:
                 hierarchy.append(f"{c['name']}/{c['version']}")
         hierarchy += [f"{p['name']}/{p['version']}"
-                      for p in _providers(spec, specs, HIERARCHY_VIRTUALS)]
+                      for p in _providers(spec, specs, HIERARCHY_VIRTUALS, transitive=True)]
         module = external.get("module") or ()
         roots.append(dict(
             name=spec["name"], version=str(spec["version"]), hash=root["hash"],

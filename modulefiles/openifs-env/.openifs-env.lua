@@ -16,8 +16,11 @@ if not v then
 end
 
 whatis("Name: openifs-env")
-whatis("Version: " .. version)
-whatis("Description: OpenIFS with ecCodes" .. (v.fdb and " and FDB" or "") .. "; " .. v.what)
+whatis("Version: " .. version .. ": " .. v.what)
+-- The same for every version: `module spider openifs-env` shows the description of the
+-- last version file, whichever is the default.
+whatis("Description: OpenIFS with the libraries it writes its output with (ecCodes, FDB), "
+       .. "one version per output mode; the default writes FDB")
 help([[
 OpenIFS with its output libraries: ]] .. v.what .. [[.
 Loads ecCodes]] .. (v.fdb and ", FDB" or "") .. [[ and OpenIFS (where the site has it),
@@ -25,19 +28,21 @@ craype-hugepages2M on Cray EX (seed 000 recommends 2 MB pages), and sets IOSTACK
 for the run scripts. FDB reads FDB5_CONFIG_FILE, set when the deployment has a config.
 ]])
 
--- Loading another version swaps this one out.
-family("openifs-env")
+-- One OpenIFS environment at a time. Lmod exports the family as LMOD_FAMILY_<NAME>, so
+-- the name must be a shell identifier (Lmod 8.7 refuses anything else).
+family("openifs_env")
 
-load("eccodes")
+-- depends_on, not load: unloading this module leaves what the user had loaded before.
+depends_on("eccodes")
 if v.fdb then
-  load("fdb")
+  depends_on("fdb")
 end
 -- OpenIFS itself is built on the compute-stack sites only; elsewhere the tools suffice.
 if isAvail("openifs") then
-  load("openifs")
+  depends_on("openifs")
 end
 if isAvail("craype-hugepages2M") then
-  load("craype-hugepages2M")
+  depends_on("craype-hugepages2M")
 end
 
 setenv("IOSTACK_OIFS_OUTPUT", v.fdb and "fdb" or "grib")

@@ -7,9 +7,13 @@
 #   small-io      a CI-sized node: I/O checks run their small (seconds) variant here and
 #                 their large variant everywhere else
 #   lustre, nvme  the I/O directory is on Lustre / node-local NVMe
-#   mpi           MPI jobs can be launched
+#   mpi           MPI jobs can be launched (the partition's launcher starts every rank)
+#   cpu           CPU partition: the EESSI test-suite selects partitions by it (not by its
+#                 scale features, `1_core`, ..., names ReFrame 4.10 does not accept)
 #   nps1, nps2    the nodes' NUMA-per-socket mode (seed 003)
-# and environments by `stack` (the site's Spack stack is usable in it) and by the
+# and environments by `mpi` (MPI compiler wrappers) and `openmp` (extras['omp_flag']), as
+# ReFrame's tutorial checks select them, by `stack` (the site's Spack stack is usable in
+# it) and by the
 # applications and benchmarks the site's stack has (reframe-tests/iostack_rfm/apps):
 #   openifs, openfoam, ior (IOR and mdtest), io500, netcdf (parallel netCDF-C and PnetCDF),
 #   nvme-stage, darshan (darshan-runtime, for LD_PRELOAD)
@@ -17,8 +21,7 @@
 # Partition `extras` the checks read (iostack_rfm.site):
 #   io_dir            where I/O checks write (default: the stage directory)
 #   launcher_options  options every parallel launch of the partition gets (binding)
-#   mpi_launcher      the launcher MPI jobs use where the partition's own cannot start
-#                     ranks (the local scheduler's `local` launcher)
+#   mem_per_node      MiB of memory a job may use on a node (the EESSI test-suite's name)
 #   mpi_launcher_options  options of MPI launches only (PMI selection)
 # Environment `extras`:
 #   app_modules       {feature: [modules]} the app checks load for an application
@@ -40,6 +43,8 @@ import os
 import pathlib
 import sys
 
+from reframe.utility.cpuinfo import cpuinfo
+
 # The checks import iostack (lib/, the domain code bin/iostack shares) and iostack_rfm
 # (beside this directory).
 _LIB = pathlib.Path(__file__).resolve().parents[2] / 'lib'
@@ -50,6 +55,7 @@ from iostack import paths  # noqa: E402
 _RFM_ROOT = paths.REFRAME_DIR
 if str(_RFM_ROOT) not in sys.path:
     sys.path.insert(0, str(_RFM_ROOT))
+import iostack_rfm.launchers  # noqa: E402,F401  (registers launcher `mpirun-ranks`)
 
 # Default under reframe-tests/output/ (git-ignored) for runs by hand.
 _STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT / 'output'))
@@ -60,7 +66,7 @@ _SITE_MODULES = 'nomod' if _OFFSITE else 'lmod'
 
 # Environments of the local site (Debian's stack is on PATH; after `bin/iostack deploy`
 # the same packages are Lmod modules too).
-_LOCAL_FEATURES = ['fdb', 'grib', 'small-io', 'local-fs', 'mpi']
+_LOCAL_FEATURES = ['fdb', 'grib', 'small-io', 'local-fs', 'mpi', 'cpu']
 # Two jobs share a CI node's 2 cores: Open MPI ranks that spin while they wait starve the
 # others (pitzDaily on 2 ranks took 15 s instead of 4 next to one busy process), so they
 # yield the core when idle.
@@ -69,6 +75,28 @@ _LOCAL_MPI_ENV = [['OMPI_MCA_mpi_yield_when_idle', '1']]
 # (LMOD_CMD, set by bin/iostack) so the `module load` lines ReFrame writes work.
 _LOCAL_PREPARE = ['. "$(dirname "$LMOD_CMD")/../init/bash"']
 
+# --- Checks iostack did not write (ReFrame's tutorial, the EESSI test-suite, a site's own):
+# every MPI partition's launcher starts every rank, MPI environments compile with the MPI
+# wrappers, every partition describes its processor.
+# Jobs load modules only where Lmod is there to do it; without LMOD_CMD the local systems
+# run without modules instead of ReFrame stopping with "could not find a sane Lmod".
+_LOCAL_MODULES = 'lmod' if os.environ.get('LMOD_CMD') else 'nomod'
+if _LOCAL_MODULES == 'nomod':
+    print('iostack ReFrame config: LMOD_CMD is not set, so systems local and local-slurm '
+          'load no modules (environment `stack` needs them); to use Lmod, `source '
+          '/usr/share/lmod/lmod/init/bash` (it sets LMOD_CMD) or run through bin/iostack',
+          file=sys.stderr)
+    _LOCAL_PREPARE = []
+# local and local-slurm are this node: ReFrame's own detection
+_LOCAL_PROCESSOR = cpuinfo()
+_LOCAL_MEM_MIB = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**20
+# mpirun starts every rank of a local MPI job (iostack_rfm.launchers), as root too (CI)
+_LOCAL_MPI_ENV += [['OMPI_ALLOW_RUN_AS_ROOT', '1'], ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1']]
+_MPI_ENVIRONMENT = {'cc': 'mpicc', 'cxx': 'mpicxx', 'ftn': 'mpif90'}
+_MPI_FEATURES = ['mpi', 'openmp']
+_OPENMP_FLAG = {'omp_flag': '-fopenmp'}
+# ---
+
 # Seed 003: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
 _OCI_BIND = {'nps1': '--cpu-bind=cores', 'nps2': '--cpu-bind=rank_ldom'}
@@ -76,6 +104,11 @@ _OCI_BIND = {'nps1': '--cpu-bind=cores', 'nps2': '--cpu-bind=rank_ldom'}
 # BM.Optimized3.36: 2 x 18-core Xeon 6354, SMT disabled in BIOS (seed 003).
 _OCI_PROCESSOR = {'arch': 'icelake', 'num_cpus': 36, 'num_cpus_per_core': 1,
                   'num_cpus_per_socket': 18, 'num_sockets': 2}
+
+
+# cray-ex's compute and serial nodes are the same machine
+_CRAY_EX_PROCESSOR = {'arch': 'zen3', 'num_cpus': 128, 'num_cpus_per_core': 1,
+                      'num_cpus_per_socket': 64, 'num_sockets': 2}
 
 
 def _oci_partition(nps):
@@ -89,7 +122,7 @@ def _oci_partition(nps):
         'max_jobs': 4,
         'time_limit': '3h',
         'processor': _OCI_PROCESSOR,
-        'features': ['fdb', 'grib', 'mpi', 'nvme', nps],
+        'features': ['fdb', 'grib', 'mpi', 'nvme', nps, 'cpu'],
         'extras': {
             'io_dir': '/mnt/localdisk/iostack-rfm',
             'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic'],
@@ -103,19 +136,20 @@ site_configuration = {
             'name': 'local',
             'descr': 'plain Debian 12 node, local scheduler (the embedded default)',
             'hostnames': ['.*'],
-            'modules_system': 'lmod',
+            'modules_system': _LOCAL_MODULES,
             'partitions': [
                 {
                     'name': 'default',
                     'descr': 'this node',
                     'scheduler': 'local',
-                    'launcher': 'local',
+                    'launcher': 'mpirun-ranks',
                     'environs': ['builtin', 'stack'],
                     'max_jobs': 2,
                     'time_limit': '30m',
                     'prepare_cmds': _LOCAL_PREPARE,
+                    'processor': _LOCAL_PROCESSOR,
                     'features': _LOCAL_FEATURES,
-                    'extras': {'mpi_launcher': 'mpirun'},
+                    'extras': {'mem_per_node': _LOCAL_MEM_MIB},
                     'env_vars': _LOCAL_MPI_ENV,
                 },
             ],
@@ -127,7 +161,7 @@ site_configuration = {
             'name': 'local-slurm',
             'descr': 'this node as a single-node Slurm cluster',
             'hostnames': [],
-            'modules_system': 'lmod',
+            'modules_system': _LOCAL_MODULES,
             'partitions': [
                 {
                     'name': 'default',
@@ -139,10 +173,12 @@ site_configuration = {
                     'max_jobs': 2,
                     'time_limit': '10m',
                     'prepare_cmds': _LOCAL_PREPARE,
+                    'processor': _LOCAL_PROCESSOR,
                     'features': _LOCAL_FEATURES + ['slurm'],
-                    # Debian's Slurm starts no PMI by default (MpiDefault=none); its
-                    # Open MPI 4.1 needs PMIx to be launched by srun
-                    'extras': {'mpi_launcher_options': ['--mpi=pmix']},
+                    # Open MPI 4.1 is launched by srun through PMIx (MpiDefault=pmix in
+                    # the generated slurm.conf; a site's own Slurm may default to none)
+                    'extras': {'mpi_launcher_options': ['--mpi=pmix'],
+                               'mem_per_node': _LOCAL_MEM_MIB},
                     # PMIx keeps a directory per job step, /tmp/spmix_appdir_<uid>_<job>.<step>
                     # by default; each throwaway cluster (lib/iostack/slurm.py) numbers its
                     # jobs from 1, so a leftover directory fails a later cluster's step: keep
@@ -168,9 +204,8 @@ site_configuration = {
                     'environs': ['PrgEnv-cray', 'PrgEnv-gnu'],
                     'max_jobs': 16,
                     'time_limit': '2h',
-                    'processor': {'arch': 'zen3', 'num_cpus': 128, 'num_cpus_per_core': 1,
-                                  'num_cpus_per_socket': 64, 'num_sockets': 2},
-                    'features': ['fdb', 'grib', 'lustre', 'mpi'],
+                    'processor': _CRAY_EX_PROCESSOR,
+                    'features': ['fdb', 'grib', 'lustre', 'mpi', 'cpu'],
                     'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
                 },
                 {
@@ -183,7 +218,8 @@ site_configuration = {
                     'environs': ['PrgEnv-gnu'],
                     'max_jobs': 4,
                     'time_limit': '1h',
-                    'features': ['fdb', 'grib', 'lustre'],
+                    'processor': _CRAY_EX_PROCESSOR,
+                    'features': ['fdb', 'grib', 'lustre', 'cpu'],
                     'extras': {'io_dir': '/lus/scratch/iostack-rfm'},
                 },
             ],
@@ -204,8 +240,9 @@ site_configuration = {
             # is the second FDB beside the Spack-built one.
             'name': 'builtin',
             'target_systems': ['local', 'local-slurm'],
-            'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
-            'features': ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
+            **_MPI_ENVIRONMENT,
+            'features': _MPI_FEATURES + ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
+            'extras': _OPENMP_FLAG,
             # Debian's OpenFOAM finds its etc/ through WM_PROJECT_DIR; its tutorials are
             # package openfoam-examples
             'env_vars': [['WM_PROJECT_DIR', '/usr/share/openfoam'],
@@ -218,11 +255,11 @@ site_configuration = {
             'name': 'stack',
             'target_systems': ['local', 'local-slurm'],
             'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage'],
-            'cc': 'mpicc', 'cxx': 'mpicxx', 'ftn': 'mpif90',
-            'features': ['stack', 'fdb', 'grib', 'eccodes', 'ior', 'io500', 'nvme-stage',
-                         'fdb-pair'],
+            **_MPI_ENVIRONMENT,
+            'features': _MPI_FEATURES + ['stack', 'fdb', 'grib', 'eccodes', 'ior', 'io500',
+                                         'nvme-stage', 'fdb-pair'],
             # the second FDB for the cross-version check: Debian's
-            'extras': {'other_fdb_bin': '/usr/bin'},
+            'extras': {'other_fdb_bin': '/usr/bin', **_OPENMP_FLAG},
         },
         {
             # Seed 000: the support libraries built with CCE for compute nodes ...

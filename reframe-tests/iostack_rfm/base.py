@@ -243,11 +243,12 @@ class IostackMixin(rfm.RegressionTestPlugin):
 
     # a full disk
 
-    def bounded(self, command):
-        """`command`, killed after `tool_timeout` seconds; then the job's output says so,
-        with the free space of the job's directory at that moment. SIGKILL, not SIGTERM:
-        a terminated FDB tool removes what it wrote, and with it the sign of a full disk."""
-        tool = command.split()[0]
+    def bounded(self, command, name=None):
+        """`command`, killed after `tool_timeout` seconds; then the job's output says so
+        (naming it `name`, default its program), with the free space of the job's directory
+        at that moment. SIGKILL, not SIGTERM: a terminated FDB tool removes what it wrote,
+        and with it the sign of a full disk."""
+        tool = name or command.split()[0]
         return (f'timeout -s KILL {self.tool_timeout} {command}; rc=$?; if [ $rc = 137 ]; '
                 f'then echo "{STOPPED} {tool} after {self.tool_timeout} s; df: '
                 '$(df -Pk . | tail -n 1)"; fi; (exit $rc)')

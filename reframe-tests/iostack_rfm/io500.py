@@ -26,11 +26,18 @@ Formats read:
     [RESULT-invalid] ...                                                   (2020 releases)
     [SCORE ] Bandwidth 1.868072 GiB/s : IOPS 22.952705 kiops : TOTAL 6.548076
     [SCOREX] ...                         ("[SCORE]" without the space before 2022)
-  io500.sh (2017-2019)
+  io500.sh (2017-2019; VI4IO/io-500-dev, utilities/io500_fixed.sh)
     [RESULT] BW   phase 1            ior_easy_write                5.140 GB/s : time 317.58 seconds
+    [RESULT-invalid] IOPS phase 2    mdtest_hard_write             1.862 kiops : time 41.05 seconds
     [RESULT] IOPS phase 3                      find               47.880 kiops : time 42.28 seconds
-    [SCORE] Bandwidth 1.4117 GB/s : IOPS 7.5556 kiops : TOTAL 3.2659
-  The script divided IOR's MiB/s by 1024 yet printed "GB/s": those numbers are GiB/s.
+    One or more test phases invalid.  Not valid for IO-500 submission.
+    [SCORE-invalid] Bandwidth 1.4117 GB/s : IOPS 7.5556 kiops : TOTAL 3.2659
+  The script divided IOR's MiB/s by 1024 yet printed "GB/s": those numbers are GiB/s. Its
+  score tag is "[SCORE" + a suffix + "]"; published outputs carry "-invalid" and "-valid".
+  A line saying the run is not valid (a skipped phase, a write phase shorter than the
+  rules allow) makes the run invalid whatever its tags say. Before VI4IO/io-500-dev
+  7a7ea78 (2018-05-09, "Fixed score computed to sqrt") its TOTAL was BW x MD, not the
+  square root of it; `total_formula` says which one a printed score used.
 
 Numbers keep the text they were printed with, so a recomputed score can be compared with
 the printed one to within the rounding of every printed input rather than a guessed
@@ -59,14 +66,19 @@ _RESULT = re.compile(
     r"(?P<invalid>\s*\[INVALID\])?"
 )
 _RESULT_2017 = re.compile(
-    rf"^\s*\[RESULT\]\s+(?P<kind>BW|IOPS)\s+phase\s+\d+\s+(?P<name>[A-Za-z][\w-]*)\s+"
+    rf"^\s*\[(?P<tag>RESULT|RESULT-invalid)\]\s+(?P<kind>BW|IOPS)\s+phase\s+\d+\s+(?P<name>[A-Za-z][\w-]*)\s+"
     rf"(?P<value>{_NUMBER})\s+(?P<unit>GB/s|GiB/s|kiops)\s*:\s*time\s+(?P<seconds>{_NUMBER})\s+seconds"
 )
 _SCORE = re.compile(
-    rf"^\s*\[(?P<tag>SCORE ?|SCOREX)\]\s+Bandwidth\s+(?P<bw>{_NUMBER})\s+(?:GiB/s|GB/s)\s*:\s*"
+    rf"^\s*\[(?P<tag>SCORE ?|SCOREX|SCORE-\w+)\]\s+Bandwidth\s+(?P<bw>{_NUMBER})\s+(?:GiB/s|GB/s)\s*:\s*"
     rf"IOPS\s+(?P<md>{_NUMBER})\s+(?:kiops|kIOPS)\s*:\s*TOTAL\s+(?P<total>{_NUMBER})"
     r"(?P<invalid>\s*\[INVALID\])?"
 )
+
+
+# io500.sh's own words for a run that does not count
+_DECLARED_INVALID = re.compile(
+    r"^\s*(?P<line>One or more test phases invalid.*|.* skipped\. Aggregate score is not valid\.)\s*$")
 
 
 class ScoreMismatch(ValueError):
@@ -121,10 +133,14 @@ class IO500Result:
     phases: dict[str, Phase] = field(default_factory=dict)
     score: Score | None = None
     extended_score: Score | None = None
+    #: "io500.sh" (2017-2019) or "io500" (the application, 2020 on)
+    generator: str = "io500"
+    #: the lines in which the run says it does not count
+    declared_invalid: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
-        return (self.score is not None and self.score.valid
+        return (self.score is not None and self.score.valid and not self.declared_invalid
                 and all(p.valid for p in self.phases.values() if p.scored))
 
 
@@ -146,11 +162,14 @@ def parse(text: str) -> IO500Result:
         elif m := _RESULT_2017.match(line):
             unit = BANDWIDTH if m["kind"] == "BW" else METADATA
             name = _normalise(m["name"])
+            result.generator = "io500.sh"
             result.phases[name] = Phase(name, Reading(m["value"]), unit, float(m["seconds"]),
-                                        scored=True, valid=True)
+                                        scored=True, valid=m["tag"] == "RESULT")
+        elif m := _DECLARED_INVALID.match(line):
+            result.declared_invalid.append(m["line"].strip())
         elif m := _SCORE.match(line):
             score = Score(Reading(m["bw"]), Reading(m["md"]), Reading(m["total"]),
-                          valid=not m["invalid"])
+                          valid=not m["invalid"] and m["tag"] != "SCORE-invalid")
             if m["tag"] == "SCOREX":
                 result.extended_score = score
             else:
@@ -225,13 +244,34 @@ def check_score(result: IO500Result, extended: bool = False) -> Score:
     checks = (
         ("bandwidth", bw_low, bw_high, printed.bandwidth),
         ("metadata", md_low, md_high, printed.metadata),
-        ("total", total_score(bw_low, md_low), total_score(bw_high, md_high), printed.total),
     )
     for what, low, high, shown in checks:
         if not _overlaps(low, high, shown):
             raise ScoreMismatch(f"{what} score printed as {shown.text}, phases give "
                                 f"{low:.6f}..{high:.6f}")
+    if _total_formula(result, printed, (bw_low, bw_high), (md_low, md_high)) is None:
+        raise ScoreMismatch(f"total score printed as {printed.total.text}, phases give "
+                            f"{total_score(bw_low, md_low):.6f}..{total_score(bw_high, md_high):.6f}")
     return printed
+
+
+def _total_formula(result: IO500Result, printed: Score, bw: tuple[float, float],
+                   md: tuple[float, float]) -> str | None:
+    """"sqrt" when the printed total is sqrt(BW x MD) of the given bounds, "product" when
+    it is BW x MD in io500.sh's output (before 2018-05-09), else None."""
+    if _overlaps(total_score(bw[0], md[0]), total_score(bw[1], md[1]), printed.total):
+        return "sqrt"
+    if result.generator == "io500.sh" and _overlaps(bw[0] * md[0], bw[1] * md[1], printed.total):
+        return "product"
+    return None
+
+
+def total_formula(result: IO500Result) -> str:
+    """How the printed TOTAL follows from the printed bandwidth and metadata scores:
+    "sqrt" (the rules), or "product" (io500.sh before VI4IO/io-500-dev 7a7ea78)."""
+    score = check_score(result)
+    bw, md = score.bandwidth, score.metadata
+    return _total_formula(result, score, (bw.lower, bw.upper), (md.lower, md.upper))
 
 
 # The check's run
@@ -309,12 +349,13 @@ def score_problems(text: str) -> list[str]:
 
 
 def invalid_parts(text: str) -> list[str]:
-    """Scored phases io500 marked invalid, and `score` if the score is (or is missing)."""
+    """Scored phases io500 marked invalid, `score` if the score is (or is missing), and
+    `run: <line>` for each line in which the run says it does not count."""
     run = parse(text)
     bad = [p.name for p in run.phases.values() if p.scored and not p.valid]
     if run.score is None or not run.score.valid:
         bad.append("score")
-    return bad
+    return bad + [f"run: {line}" for line in run.declared_invalid]
 
 
 def phase_value(text: str, name: str) -> float:

@@ -38,8 +38,14 @@ VERSION_QUERIES: dict[str, VersionQuery] = {
     "openmpi": VersionQuery("mpirun --version", r"\(Open MPI\) (\S+)"),
     "fio": VersionQuery("fio --version", r"fio-(\S+)"),
     "nvme-stage": VersionQuery("nvme-stage --version", r"^nvme-stage (\S+)"),
-    # not checked on Debian (no IOR package): the IO500 check's stack confirms it
-    "ior": VersionQuery("ior --version", r"IOR-(\d+\.\d+\.\d+)"),
+    # IOR 4 has no --version: a one-process run of 1 KiB names it in its header
+    "ior": VersionQuery("ior -b 1k -t 1k -o ior-smoke.tmp", r"^IOR-(\d+\.\d+\.\d+):"),
+    # io500 states its version only in a run's output (the IO500 check's): here, the io500
+    # on PATH must be the install of the locked version
+    "io500": VersionQuery('echo "io500 at $(command -v io500)"',
+                          r"io500 at \S*/io500-([^/\s]+?)-[a-z0-9]{7}/bin/io500$"),
+    "netcdf-output-bench": VersionQuery("netcdf-output-bench --version",
+                                        r"^netcdf-output-bench (\S+)$"),
     "netcdf-c": VersionQuery("nc-config --version", r"netCDF (\S+)"),
     "netcdf-fortran": VersionQuery("nf-config --version", r"netCDF-Fortran (\S+)"),
     "parallel-netcdf": VersionQuery("pnetcdf-config --version", r"PnetCDF (\S+)"),

@@ -45,7 +45,8 @@ static void usage(FILE *out)
             "  --output-dir DIR           where files go (default netcdf-output-bench.out)\n"
             "  --verify                   read the files back after writing and check them\n"
             "  --verify-only              only check files an earlier run wrote\n"
-            "  --plan-only                print the workload sizes and exit\n");
+            "  --plan-only                print the workload sizes and exit\n"
+            "  --version                  print the version and exit\n");
 }
 
 static int parse_positive(const char *s, int *out)
@@ -67,7 +68,7 @@ static int parse_options(int argc, char **argv, options *o, int rank)
         {"batch", required_argument, NULL, 'b'},   {"output-dir", required_argument, NULL, 'o'},
         {"verify", no_argument, NULL, 'v'},        {"verify-only", no_argument, NULL, 'V'},
         {"plan-only", no_argument, NULL, 'p'},     {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, '5'},       {NULL, 0, NULL, 0},
     };
     const char *library = "netcdf";
     *o = (options){MODE_BATCHING, NULL, nob_find_model("inmcm6p"), 1, 8,
@@ -102,6 +103,7 @@ static int parse_options(int argc, char **argv, options *o, int rank)
         case 'V': o->verify_only = 1; break;
         case 'p': o->plan_only = 1; break;
         case 'h': if (rank == 0) usage(stdout); return -2;
+        case '5': if (rank == 0) printf("netcdf-output-bench %s\n", NOB_VERSION); return -2;
         default: goto bad;
         }
     }

@@ -1,6 +1,7 @@
 /* The NetCDF modes' files, following the seed's advice whatever the library: files
  * created and all metadata defined once, collective access, a fixed-length time axis and
- * no fill values. */
+ * no fill values. Their metadata follow the CF conventions (CF_CONVENTIONS). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ncfiles.h"
@@ -30,6 +31,45 @@ static nc_files *new_files(const void *lib, const nob_layout *l, int file_per_fi
     h->comm = comm;
     h->file_per_field = file_per_field;
     return h;
+}
+
+#define CF_CONVENTIONS "CF-1.11"
+
+/* Text attributes of one variable (or NOB_NC_GLOBAL), {name, value} pairs up to a NULL name. */
+typedef struct {
+    const char *name, *value;
+} nc_text_attr;
+
+static void put_texts(nc_files *h, int ncid, int varid, const nc_text_attr *attrs)
+{
+    for (; attrs->name; attrs++)
+        NC_TRY(h, h->lib->put_text(ncid, varid, attrs->name, attrs->value));
+}
+
+/* CF coordinate variables. Pressure levels run evenly from 1000 to 10 hPa, soil levels
+ * 0.1 m apart: the benchmark's values are synthetic, the axes need physical units. */
+static const nc_text_attr time_attrs[] = {
+    {"standard_name", "time"}, {"long_name", "time"}, {"axis", "T"},
+    {"units", "hours since 2000-01-01 00:00:00"}, {"calendar", "standard"},
+    {"units_metadata", "leap_seconds: none"}, {NULL, NULL}};
+static const nc_text_attr lat_attrs[] = {
+    {"standard_name", "latitude"}, {"long_name", "latitude"}, {"axis", "Y"},
+    {"units", "degrees_north"}, {NULL, NULL}};
+static const nc_text_attr lon_attrs[] = {
+    {"standard_name", "longitude"}, {"long_name", "longitude"}, {"axis", "X"},
+    {"units", "degrees_east"}, {NULL, NULL}};
+static const nc_text_attr plev_attrs[] = {
+    {"standard_name", "air_pressure"}, {"long_name", "pressure level"}, {"axis", "Z"},
+    {"units", "Pa"}, {"positive", "down"}, {NULL, NULL}};
+static const nc_text_attr slev_attrs[] = {
+    {"standard_name", "depth"}, {"long_name", "depth of soil level"}, {"axis", "Z"},
+    {"units", "m"}, {"positive", "down"}, {NULL, NULL}};
+
+static float level_value(nob_levkind kind, int k, int nlev)
+{
+    if (kind == NOB_LEV_PRESSURE)
+        return (float)(100000.0 - 99000.0 * k / (nlev > 1 ? nlev - 1 : 1));
+    return 0.1f * (float)(k + 1);
 }
 
 /* Rank 0 writes a whole small axis (the others take part with nothing to write). */
@@ -63,30 +103,41 @@ static void define_file(nc_files *h, int type, int f0, int f1, const char *path)
     NC_TRY(h, lib->def_dim(ncid, "lon", (size_t)m->nlon, &dim[ndims++]));
 
     NC_TRY(h, lib->def_var(ncid, "time", 1, 1, &dim[0], &time_var));
-    NC_TRY(h, lib->put_text(ncid, time_var, "units", "hours since 2000-01-01 00:00:00"));
+    put_texts(h, ncid, time_var, time_attrs);
     if (levname) {
         NC_TRY(h, lib->def_var(ncid, levname, 0, 1, &dim[1], &lev_var));
-        NC_TRY(h, lib->put_text(ncid, lev_var, "long_name", t->levkind == NOB_LEV_PRESSURE
-                                                                ? "pressure level index"
-                                                                : "soil level index"));
+        put_texts(h, ncid, lev_var, t->levkind == NOB_LEV_PRESSURE ? plev_attrs : slev_attrs);
     }
     NC_TRY(h, lib->def_var(ncid, "lat", 0, 1, &dim[ndims - 2], &lat_var));
-    NC_TRY(h, lib->put_text(ncid, lat_var, "units", "degrees_north"));
+    put_texts(h, ncid, lat_var, lat_attrs);
     NC_TRY(h, lib->def_var(ncid, "lon", 0, 1, &dim[ndims - 1], &lon_var));
-    NC_TRY(h, lib->put_text(ncid, lon_var, "units", "degrees_east"));
+    put_texts(h, ncid, lon_var, lon_attrs);
 
     for (int f = f0; f < f1; f++) {
-        char name[32];
+        char name[32], long_name[96];
         nob_var_name(name, sizeof name, f);
+        snprintf(long_name, sizeof long_name, "%s output field %d (synthetic values)", t->name,
+                 f + 1);
         NC_TRY(h, lib->def_var(ncid, name, 0, ndims, dim, &h->varid[type][f]));
         if (lib->def_field)
             NC_TRY(h, lib->def_field(ncid, h->varid[type][f]));
-        NC_TRY(h, lib->put_text(ncid, h->varid[type][f], "output_type", t->name));
+        const nc_text_attr field_attrs[] = {
+            {"long_name", long_name}, {"units", "1"}, {"output_type", t->name}, {NULL, NULL}};
+        put_texts(h, ncid, h->varid[type][f], field_attrs);
         h->ncid[type][f] = ncid;
     }
-    NC_TRY(h, lib->put_text(ncid, NOB_NC_GLOBAL, "source", "netcdf-output-bench"));
-    NC_TRY(h, lib->put_text(ncid, NOB_NC_GLOBAL, "model", m->name));
-    NC_TRY(h, lib->put_text(ncid, NOB_NC_GLOBAL, "output_type", t->name));
+    char title[96];
+    snprintf(title, sizeof title, "%s daily output of type %s, as written by the INM RAS model",
+             m->name, t->name);
+    const nc_text_attr global_attrs[] = {
+        {"Conventions", CF_CONVENTIONS}, {"title", title},
+        {"source", "netcdf-output-bench"}, {"model", m->name}, {"output_type", t->name},
+        /* no date: the files are byte-stable from run to run */
+        {"history", "written by netcdf-output-bench"},
+        {"comment", "values are synthetic: k/16 for an integer k that depends on field, "
+                    "record, level, latitude and longitude"},
+        {NULL, NULL}};
+    put_texts(h, ncid, NOB_NC_GLOBAL, global_attrs);
     NC_TRY(h, lib->enddef(ncid));
 
     if (lib->collective) {
@@ -111,7 +162,7 @@ static void define_file(nc_files *h, int type, int f0, int f1, const char *path)
     put_axis(h, ncid, lon_var, (size_t)m->nlon, axis, NOB_PUT_FLOAT);
     if (lev_var >= 0) {
         for (int k = 0; k < nlev; k++)
-            axis[k] = (float)(k + 1);
+            axis[k] = level_value(t->levkind, k, nlev);
         put_axis(h, ncid, lev_var, (size_t)nlev, axis, NOB_PUT_FLOAT);
     }
     free(axis);

@@ -124,8 +124,9 @@ def test_every_mode_verifies_with_one_checksum(runs, capsys):
             assert files == sorted(f"{t[0]}.nc" for t in OUTPUT_TYPES), (mode, library)
         assert int(summary["files"]) == len(files)
         # the data really landed: all of it, plus headers and coordinates of a few percent
+        # (CF metadata costs a NetCDF-4 file about 6 KB: 3.5 % over 171 files of one field)
         on_disk = sum(p.stat().st_size for p in out.iterdir())
-        assert expected_bytes("inmcm6p") <= on_disk <= 1.03 * expected_bytes("inmcm6p"), (mode, library)
+        assert expected_bytes("inmcm6p") <= on_disk <= 1.04 * expected_bytes("inmcm6p"), (mode, library)
         assert int(summary["bytes"]) == expected_bytes("inmcm6p")
         assert summary["ranks"] == "2" and summary["mode"] == mode
         assert verify and verify.group(1) == "OK", (mode, library)

@@ -29,7 +29,8 @@ def nightly(local_slurm, tmp_path_factory):
     root = tmp_path_factory.mktemp("deploy-local-slurm")
     p = subprocess.run(
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
-         "local-slurm", "--root", str(root), "--", "-p", "builtin", "-n", "FdbBitIdentityCheck",
+         "local-slurm", "--root", str(root), "--", "-S", "valid_prog_environs=builtin",
+         "-n", "FdbBitIdentityCheck%grib_input=synthetic",
          "-n", "FdbThroughputCheck"],
         capture_output=True, text=True, timeout=1200, env={**os.environ, **local_slurm.env()})
     print(p.stdout[-6000:], p.stderr[-3000:])
@@ -87,8 +88,9 @@ def test_nightly_can_start_and_stop_its_own_cluster(tmp_path):
         pytest.skip(reason)
     p = subprocess.run(
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
-         "local-slurm", "--local-slurm", "--root", str(tmp_path), "--", "-p", "builtin", "-n",
-         "FdbBitIdentityCheck%scenario=archive"],
+         "local-slurm", "--local-slurm", "--root", str(tmp_path), "--",
+         "-S", "valid_prog_environs=builtin",
+         "-n", "FdbBitIdentityCheck%grib_input=synthetic%scenario=archive"],
         capture_output=True, text=True, timeout=600,
         env={k: v for k, v in os.environ.items() if k != "SLURM_CONF"})
     print(p.stdout[-4000:], p.stderr[-2000:])

@@ -130,15 +130,16 @@ def probe_build(tmp_path_factory):
 
 def test_ecbuild_probe_with_preseed_builds_no_check_program(probe_build):
     bdir, out = probe_build
-    # ecbuild_try_run keeps each check program as <source file>.bin; ecbuild's
-    # Fortran feature checks and check_c_source_runs log their checks.
+    # ecbuild_try_run keeps each check program as <source file>.bin;
+    # check_c_source_runs logs its checks.
     kept = [p for pat in ("*.c.bin", "*.F90.bin", "*.cxx.bin") for p in bdir.rglob(pat)]
     assert not kept, kept
-    assert "Checking Fortran support" not in out
     assert "Performing Test IEEE" not in out
+    # ecbuild's Fortran feature checks are not pre-seeded: CROSS_COMPILING makes them
+    # compile for the target without running (no .bin above) and they pass.
+    assert "Checking Fortran support for \"submodules\" -- works" in tl.flat(out)
     cache = (bdir / "CMakeCache.txt").read_text()
     assert "IOSTACK_LDBL_MANT_DIG:INTERNAL=113\n" in cache
-    assert "IOSTACK_Fortran_LDBL_PRECISION:INTERNAL=33\n" in cache
     assert "HAS_Fortran_SUBMODULES:INTERNAL=TRUE\n" in cache
 
 
@@ -157,6 +158,7 @@ def test_ecbuild_probe_binaries_confirm_preseed_under_qemu(probe_build):
     wrong = {k: v for k, v in values.items() if v[0] != v[1]}
     assert not wrong, wrong
     assert values["IOSTACK_LDBL_MANT_DIG"] == (113, 113)
+    # gfortran's real(c_long_double) is the C ABI's long double (113 bits: 33 digits)
     assert values["IOSTACK_Fortran_LDBL_PRECISION"] == (33, 33)
     assert values["EC_SIZEOF_LONG_DOUBLE"] == (16, 16)
     assert values["EC_LITTLE_ENDIAN"] == (1, 1)
@@ -178,3 +180,30 @@ def test_bit_build_type_flags_reach_the_compiler(tmp_path):
         assert "-mcpu=neoverse-n1" in line, line
     for line in f_compile:
         assert "-O2 -ffp-contract=off -fno-range-check -fconvert=big-endian -DNDEBUG" in line, line
+
+
+def test_emulator_runs_the_target_root_loader_with_its_own_libc(tmp_path):
+    """The toolchain's CMAKE_CROSSCOMPILING_EMULATOR (which CMake puts in front of target
+    programs run at build time) loads libc.so.6 from the same glibc build as the loader. With
+    Debian's libc6:arm64 installed, the loader alone takes /usr/lib/aarch64-linux-gnu's, and
+    the aarch64 fdb-read then hung."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "maps.c").write_text(
+        '#include <stdio.h>\n#include <string.h>\nint main(void) { char l[512];\n'
+        '  FILE *f = fopen("/proc/self/maps", "r");\n'
+        '  while (fgets(l, sizeof l, f)) if (strstr(l, "libc.so.6") || strstr(l, "ld-linux-aarch64"))\n'
+        '    fputs(strchr(l, 47), stdout);\n  return 0; }\n')
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(maps C)\nadd_executable(maps maps.c)\n"
+        "add_custom_command(OUTPUT maps.txt COMMAND maps > maps.txt DEPENDS maps)\n"
+        "add_custom_target(run ALL DEPENDS maps.txt)\n")
+    conf = tl.run(["cmake", "-S", src, "-B", tmp_path / "b", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}"],
+                  env=tl.clean_env())
+    assert conf.returncode == 0, conf.stdout
+    built = tl.build(tmp_path / "b", env=tl.clean_env())
+    assert built.returncode == 0, built.stdout
+    mapped = {pathlib.Path(p) for p in (tmp_path / "b" / "maps.txt").read_text().split()}
+    loader = {p.parent for p in mapped if p.name.startswith("ld-linux")}
+    libc = {p.parent for p in mapped if p.name == "libc.so.6"}
+    assert loader == libc == {pathlib.Path(tl.AARCH64_SYSROOT) / "lib"}, mapped

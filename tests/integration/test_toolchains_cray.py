@@ -20,9 +20,9 @@ tl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tl)
 
 CRAYAPP = tl.HERE / "crayapp"
-PRESEED = tl.PRESEED / "cray-ex-zen3.cmake"
+PRESEED = tl.PRESEED / "cray-ex-zen2.cmake"
 # Spack passes its dependencies' library directories this way.
-SPACK_DEP_LIB = "/opt/spack/opt/linux-zen3/netcdf-c/lib"
+SPACK_DEP_LIB = "/opt/spack/opt/linux-zen2/netcdf-c/lib"
 
 _missing = tl.missing("cmake", "ecbuild", "gcc", "g++", "gfortran", "readelf")
 pytestmark = pytest.mark.skipif(bool(_missing), reason=f"build tools missing: {_missing}")
@@ -116,7 +116,9 @@ def test_configure_executes_no_test_program(cray_build):
     # The answers are the pre-seeded ones, and the wrappers were really used.
     assert "crayapp: IOSTACK_LDBL_MANT_DIG=64 EC_HAVE_PROCFS=1" in out
     assert craype.calls("cc") and craype.calls("CC") and craype.calls("ftn")
-    assert "Checking Fortran support" not in out
+    # ecbuild's Fortran feature checks are left to the compiler in use: they compiled
+    # with ftn (CROSS_COMPILING) and ran nothing (the marker above is empty).
+    assert 'Checking Fortran support for "submodules" -- works' in tl.flat(out)
 
 
 def test_openmp_flags_preset(cray_build):

@@ -87,7 +87,9 @@ def test_lock_roots_are_the_stack_the_smoke_check_checks():
 def spack_stack_nightly(local_deploy, timings):
     """The nightly's checks that use the Spack-built FDB, IOR and io500, on that stack."""
     root, _ = local_deploy
-    run = iostack("nightly", "--site", "local", "--root", root, "--", "-p", "stack",
+    # -S, not -p: ReFrame 4.10 loses -p when it expands the nightly --mode
+    run = iostack("nightly", "--site", "local", "--root", root, "--",
+                  "-S", "valid_prog_environs=stack",
                   "-n", "FdbBitIdentityCheck", "-n", "FdbCrossVersionCheck",
                   "-n", "IO500Check", "-n", "IorLayoutCheck", "-n", "MdtestScalingCheck",
                   "-n", "StackSmokeCheck")

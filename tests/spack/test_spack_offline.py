@@ -14,6 +14,10 @@ from conftest import (LOCAL_BUILT, built_from_source, fetched_urls, installed_fr
 from iostack import bundle, paths, pins
 
 
+# metkit's configuration files, from ECMWF's metkitlib wheel on PyPI (see its recipe)
+METKIT_CONFIGS_SHA256 = "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1"
+
+
 def lock_sources():
     """The checksummed archives the local lock builds from, as the shared mirror holds them."""
     archives = shared_bundle() / "mirror" / "_source-cache" / "archive"
@@ -69,8 +73,10 @@ def test_setup_from_the_bundle_unpacks_the_pinned_spack_and_registers_its_mirror
     assert (cache / "spack" / "bin" / "spack").is_file()
     registered = bundle.registered_mirrors_file(cache).read_text()
     assert "mirrors::" in registered and (cache / "mirrors" / "source").as_uri() in registered
-    assert sorted(p.name for p in (cache / "mirrors" / "source").rglob("*.tar.gz")) == \
-        sorted(p.name for p in (shared_bundle() / "mirror").rglob("*.tar.gz"))
+    registered = {p.name for p in (cache / "mirrors" / "source").rglob("*") if p.is_file()}
+    bundled = {p.name for p in (shared_bundle() / "mirror").rglob("*") if p.is_file()}
+    # the bundle's sources, and what local's recipes take from PyPI (metkit's configs)
+    assert registered - bundled == {f"{METKIT_CONFIGS_SHA256}.whl"}
     # a second set-up finds everything in place and changes nothing
     p = iostack("setup", "--skip-apt", "--spack-bundle", shared_bundle(),
                 env={"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""})
@@ -128,6 +134,7 @@ def test_mirror_create_writes_exactly_the_sources_the_lock_builds(tmp_path, loca
     # every checksummed source of the local lock (ecbuild, eckit, metkit, fdb, ior), nothing else
     assert archives == [name for name in lock_sources()
                         if not name.startswith(("9c11dd", "35d5f6", "6a0db8"))]
+    assert (dest / "_source-cache" / "archive" / "e1" / f"{METKIT_CONFIGS_SHA256}.whl").is_file()
     git = sorted(str(x.relative_to(dest / "_source-cache" / "git"))
                  for x in (dest / "_source-cache" / "git").rglob("*.tar.gz"))
     assert any(g.startswith("IO500/io500.git/bb08c873") for g in git)
@@ -190,7 +197,7 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
     assert {f"{top}/SHA256SUMS", f"{top}/{pins.SPACK['archive']}",
             f"{top}/{pins.SPACK_PACKAGES['archive']}", f"{top}/iostack/bin/iostack",
             f"{top}/iostack/pins.json"} <= set(names)
-    for part in ("mirror/", "buildcache/", "wheels/"):
+    for part in ("mirror/", "buildcache/", "wheels/", "samples/"):
         assert any(n.startswith(f"{top}/{part}") for n in names), part
     commit = subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
@@ -208,8 +215,8 @@ echo "links: $(ip -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')"
 cd "$BUNDLE/iostack"
 bin/iostack setup --spack-bundle "$BUNDLE"
 bin/iostack deploy --site local --root "$ROOT" --skip-regression
-bin/iostack nightly --site local --root "$ROOT" -- -p stack -n FdbBitIdentityCheck \
-    -n FdbCrossVersionCheck -n StackSmokeCheck
+bin/iostack nightly --site local --root "$ROOT" -- -S valid_prog_environs=stack \
+    -n FdbBitIdentityCheck -n FdbCrossVersionCheck -n StackSmokeCheck
 """
 
 
@@ -217,7 +224,7 @@ def test_bundle_deploys_and_validates_with_no_network(tmp_path, local_bundle, ti
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("a network namespace needs root and unshare")
     with tarfile.open(local_bundle) as tar:
-        tar.extractall(tmp_path, filter="tar")
+        tar.extractall(tmp_path)
     top = tmp_path / "iostack-bundle-local"
     home = tmp_path / "home"
     home.mkdir()

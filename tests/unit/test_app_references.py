@@ -90,5 +90,6 @@ def test_where_each_application_runs(monkeypatch, tmp_path):
     # OpenIFS is in the Cray site's stack only, OpenFOAM in OCI's and Debian's
     assert systems_with("openifs") == {"cray-ex"}
     assert systems_with("openfoam") == {"oci-bm-optimized3", "local", "local-slurm"}
-    assert systems_with("io500") == {"cray-ex", "oci-bm-optimized3"}
+    # IOR and io500 are Spack-built everywhere, the local site's too
+    assert systems_with("io500") == {"cray-ex", "oci-bm-optimized3", "local", "local-slurm"}
     assert systems_with("netcdf") == {"cray-ex", "oci-bm-optimized3", "local", "local-slurm"}

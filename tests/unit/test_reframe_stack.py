@@ -7,13 +7,17 @@ from iostack_rfm import smoke
 
 
 def test_local_roots_come_from_the_lock_with_a_version_query_each():
-    roots = stack.site_roots("local")
-    names = {r.name for r in roots}
-    assert {"eccodes", "fdb", "eckit", "metkit", "openmpi"} <= names
-    for r in roots:
+    roots = {r.name: r for r in stack.site_roots("local")}
+    assert {"eccodes", "fdb", "eckit", "metkit", "ior", "io500", "netcdf-output-bench",
+            "nvme-stage"} <= set(roots)
+    for r in roots.values():
         assert smoke.version_query(r) is not None, f"no version query for {r.name}"
-        assert r.is_external and r.external_prefix == "/usr"
-        assert r.modules_to_load() == [f"{r.name}/{r.version}"]
+    # Debian's ecCodes is an external; the rest is Spack-built, the MPI programs and
+    # libraries below Open MPI in the Lmod hierarchy
+    assert roots["eccodes"].is_external and roots["eccodes"].external_prefix == "/usr"
+    assert not roots["fdb"].is_external
+    assert roots["fdb"].modules_to_load() == ["openmpi/4.1.4", "fdb/5.13.106"]
+    assert roots["nvme-stage"].modules_to_load() == ["nvme-stage/1.0.0"]
 
 
 @pytest.mark.parametrize("site", sites.spack_sites())

@@ -25,6 +25,8 @@ def test_conf_is_for_this_node_without_cgroups_or_accounting(tmp_path):
     assert keys["AccountingStorageType"] == "accounting_storage/none"
     assert keys["AuthInfo"] == f"socket={tmp_path / 'munge/munge.socket'}"
     assert (keys["SlurmctldPort"], keys["SlurmdPort"]) == ("7001", "7002")
+    # srun without --mpi starts Open MPI ranks (PMIx), as on any site's Slurm
+    assert keys["MpiDefault"] == "pmix"
     # every state, spool and log path is under the state directory
     for key in ("StateSaveLocation", "SlurmdSpoolDir", "SlurmctldLogFile", "SlurmdLogFile",
                 "SlurmctldPidFile", "SlurmdPidFile", "PlugStackConfig"):

@@ -9,7 +9,7 @@
 # On a Cray EX compute node (same programming environment as the build):
 #   module load PrgEnv-cray        # or PrgEnv-gnu; compute node target module
 #   CC=cc CXX=CC FC=ftn srun -N1 -n1 -p <partition> \
-#       toolchains/preseed/regenerate.sh --target cray-ex-zen3
+#       toolchains/preseed/regenerate.sh --target cray-ex-zen2
 # On an OCI Ampere A1 node (native aarch64 compilers):
 #   toolchains/preseed/regenerate.sh --target aarch64-linux-gnu
 # Without access to an Arm node, from x86_64 under qemu-user (the probe then
@@ -93,9 +93,15 @@ tmp="$output.tmp.$$"
   fi
   echo "# Use: cmake -C <this file> ... (overrides: put -D after -C)"
   echo "# Each check is skipped because its result variable is already defined."
-  while IFS= read -r name; do
+  echo "# Above each group: what fixes the value on the target (probe/checks.cmake)."
+  last=""
+  while IFS=$'\t' read -r name source; do
     [ -n "$name" ] || continue
     v="$(value_of "$name")" || die "$name is not in the probe's CMakeCache.txt"
+    if [ "$source" != "$last" ]; then
+      echo "# $source"
+      last="$source"
+    fi
     printf 'set(%s "%s" CACHE INTERNAL "iostack preseed")\n' "$name" "$v"
   done < "$names"
 } > "$tmp"

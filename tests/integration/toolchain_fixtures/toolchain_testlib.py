@@ -61,8 +61,12 @@ def elf_machine(path: pathlib.Path) -> int:
     return int.from_bytes(head[18:20], "little")
 
 
+# As the toolchain's CMAKE_CROSSCOMPILING_EMULATOR: the root's loader with the root's libc.
+QEMU = ["qemu-aarch64", "-L", AARCH64_SYSROOT, "-E", f"LD_LIBRARY_PATH={AARCH64_SYSROOT}/lib"]
+
+
 def qemu(path, env=None) -> subprocess.CompletedProcess:
-    return run(["qemu-aarch64", "-L", AARCH64_SYSROOT, path], env=env)
+    return run([*QEMU, path], env=env)
 
 
 _REPORT = re.compile(r"^(\w+) configured=(-?\d+) runtime=(-?\d+)$", re.M)

@@ -5,9 +5,8 @@
 # toolchains/preseed/<target>.cmake files (-C) replace them.
 #
 # Where the names come from:
-#   ecbuild 3.7   ecbuild_check_os: CMAKE_SIZEOF_VOID_P, EC_SIZEOF_OFF_T
-#                 (check_type_size), EC_BIG/LITTLE_ENDIAN, Fortran feature
-#                 checks HAS_Fortran_<FEATURE> (run unless CROSS_COMPILING)
+#   ecbuild 3.7   ecbuild_check_os: CMAKE_SIZEOF_VOID_P; large file support:
+#                 EC_SIZEOF_OFF_T (check_type_size); EC_BIG/LITTLE_ENDIAN
 #   ecbuild <=2.8 (bundled with older eckit/OpenIFS): EC_SIZEOF_<TYPE>,
 #                 EC_SIZEOF_PTR, and the run checks EC_HAVE_PROCFS and
 #                 EC_ATTRIBUTE_CONSTRUCTOR_INITS_ARGV
@@ -15,20 +14,42 @@
 #                 (check_c_source_runs, fatal on failure)
 #   eckit         ECKIT_SIZEOF_TIME_T
 #   fdb           SIZEOF_OFF_T
-#   iostack       IOSTACK_LDBL_MANT_DIG, IOSTACK_Fortran_LDBL_PRECISION:
-#                 target-specific answers (x86_64 64/18, aarch64 113/33) that
-#                 show whether a configure really saw the target.
+#   iostack       IOSTACK_LDBL_MANT_DIG: a target-specific answer (x86_64 64,
+#                 aarch64 113) that shows whether a configure really saw the target.
 # Only variables that end up in the CMake cache can be pre-seeded; every
-# name recorded below is cached.
+# name recorded below is cached. Each is recorded with what fixes its value
+# on a target (the C ABI, the C library, the kernel): regenerate.sh writes it
+# above the value. Nothing that depends on the compiler is pre-seeded, since
+# one file serves every compiler of a target (PrgEnv-cray and PrgEnv-gnu on
+# the Cray EX). So ecbuild's Fortran feature checks are not pre-seeded: with
+# CROSS_COMPILING set (every iostack toolchain sets it) they only compile,
+# which answers for the compiler in use without running anything.
 
 include(CheckTypeSize)
 include(CheckCSourceRuns)
 include(CMakePushCheckState)
 include(ecbuild_check_c_source_return)
-include(ecbuild_check_fortran_source_return)
 include(ecbuild_check_fortran)
 
 set(IOSTACK_PRESEED_VARS "")
+set(IOSTACK_PRESEED_SOURCES "")
+macro(_iostack_record source)
+  foreach(_v ${ARGN})
+    list(APPEND IOSTACK_PRESEED_VARS ${_v})
+    list(APPEND IOSTACK_PRESEED_SOURCES "${source}")
+  endforeach()
+endmacro()
+# What fixes the values on the target, for the comments of the pre-seed files.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+  set(_iostack_abi "C ABI of aarch64 Linux, LP64: AAPCS64, C language mappings")
+  set(_iostack_ldbl "C ABI: long double is IEEE 754 binary128, 16 bytes, 113-bit significand (AAPCS64)")
+  set(_iostack_order "C ABI: little-endian (aarch64-linux-gnu), IEEE 754 float and double (AAPCS64)")
+else()
+  set(_iostack_abi "C ABI of x86_64 Linux, LP64: x86-64 psABI 3.1.2, Figure 3.1")
+  set(_iostack_ldbl "C ABI: long double is x87 80-bit extended in 16 bytes, 64-bit significand (x86-64 psABI 3.1.2)")
+  set(_iostack_order "C ABI: little-endian, IEEE 754 float and double (x86-64 psABI 3.1.2)")
+endif()
+set(_iostack_glibc "C library: glibc on 64-bit Linux has 64-bit off_t and time_t (bits/typesizes.h)")
 
 # regenerate.sh --emulate: ecbuild_try_run runs check programs with
 # execute_process and ignores CMAKE_CROSSCOMPILING_EMULATOR; for the probe
@@ -66,9 +87,6 @@ if(IOSTACK_PROBE_EMULATE)
       endif()
     endforeach()
   endfunction()
-  # ecbuild's Fortran feature checks only compile when CROSS_COMPILING is
-  # set; the probe wants the run-time answer.
-  set(CROSS_COMPILING OFF)
 endif()
 
 # The run checks below always exit 0 once their program runs, so an empty
@@ -87,35 +105,39 @@ endmacro()
 
 # -- type sizes (compile-only checks; pinned so configure is deterministic
 #    and fast behind slow compiler wrappers) ---------------------------------
-macro(_iostack_type_size type var)
+macro(_iostack_type_size type var source)
   check_type_size("${type}" ${var} LANGUAGE C)
-  list(APPEND IOSTACK_PRESEED_VARS HAVE_${var} ${var})
+  _iostack_record("${source}" HAVE_${var} ${var})
 endmacro()
 
 # Computed by ecbuild itself during project(); recorded here.
-list(APPEND IOSTACK_PRESEED_VARS HAVE_CMAKE_SIZEOF_VOID_P CMAKE_SIZEOF_VOID_P)
+_iostack_record("${_iostack_abi}" HAVE_CMAKE_SIZEOF_VOID_P CMAKE_SIZEOF_VOID_P)
 if(DEFINED HAVE_EC_SIZEOF_OFF_T)
-  list(APPEND IOSTACK_PRESEED_VARS HAVE_EC_SIZEOF_OFF_T EC_SIZEOF_OFF_T)
+  _iostack_record("${_iostack_glibc}" HAVE_EC_SIZEOF_OFF_T EC_SIZEOF_OFF_T)
 endif()
 
-_iostack_type_size(int      ECCODES_SIZEOF_INT)
-_iostack_type_size(long     ECCODES_SIZEOF_LONG)
-_iostack_type_size(size_t   ECCODES_SIZEOF_SIZE_T)
-_iostack_type_size(off_t    SIZEOF_OFF_T)
+_iostack_type_size(int      ECCODES_SIZEOF_INT    "${_iostack_abi}")
+_iostack_type_size(long     ECCODES_SIZEOF_LONG   "${_iostack_abi}")
+_iostack_type_size(size_t   ECCODES_SIZEOF_SIZE_T "${_iostack_abi}")
+_iostack_type_size(off_t    SIZEOF_OFF_T          "${_iostack_glibc}")
 cmake_push_check_state()
 set(CMAKE_EXTRA_INCLUDE_FILES time.h)
-_iostack_type_size(time_t   ECKIT_SIZEOF_TIME_T)
+_iostack_type_size(time_t   ECKIT_SIZEOF_TIME_T   "${_iostack_glibc}")
 cmake_pop_check_state()
 
 foreach(_t char short int long "long long" float double "long double" size_t ssize_t)
   string(TOUPPER "${_t}" _T)
   string(REPLACE " " "_" _T "${_T}")
-  _iostack_type_size("${_t}" EC_SIZEOF_${_T})
+  if(_T STREQUAL "LONG_DOUBLE")
+    _iostack_type_size("${_t}" EC_SIZEOF_${_T} "${_iostack_ldbl}")
+  else()
+    _iostack_type_size("${_t}" EC_SIZEOF_${_T} "${_iostack_abi}")
+  endif()
 endforeach()
 if(NOT DEFINED EC_SIZEOF_PTR)
   set(EC_SIZEOF_PTR "${CMAKE_SIZEOF_VOID_P}" CACHE INTERNAL "sizeof(void*)")
 endif()
-list(APPEND IOSTACK_PRESEED_VARS EC_SIZEOF_PTR)
+_iostack_record("${_iostack_abi}" EC_SIZEOF_PTR)
 
 # -- byte order ----------------------------------------------------------------
 # ecbuild derives EC_BIG/LITTLE_ENDIAN at compile time and sets them as
@@ -126,7 +148,7 @@ if(NOT DEFINED EC_BIG_ENDIAN OR NOT DEFINED EC_LITTLE_ENDIAN)
 endif()
 set(EC_BIG_ENDIAN "${EC_BIG_ENDIAN}" CACHE INTERNAL "target is big endian")
 set(EC_LITTLE_ENDIAN "${EC_LITTLE_ENDIAN}" CACHE INTERNAL "target is little endian")
-list(APPEND IOSTACK_PRESEED_VARS EC_BIG_ENDIAN EC_LITTLE_ENDIAN)
+_iostack_record("${_iostack_order}" EC_BIG_ENDIAN EC_LITTLE_ENDIAN)
 
 # -- ecbuild_check_c_source_return (legacy ecbuild run checks + iostack) ------
 if(NOT DEFINED EC_HAVE_PROCFS)
@@ -165,7 +187,9 @@ int main(int argc, char** argv)
   set(EC_ATTRIBUTE_CONSTRUCTOR_INITS_ARGV "${IOSTACK_CTOR_ARGV_OUTPUT}" CACHE INTERNAL
       "constructors receive argc/argv")
 endif()
-list(APPEND IOSTACK_PRESEED_VARS EC_HAVE_PROCFS EC_ATTRIBUTE_CONSTRUCTOR_INITS_ARGV)
+_iostack_record("Linux: procfs is mounted at /proc (proc(5)), as on every node systemd boots" EC_HAVE_PROCFS)
+_iostack_record("C library: glibc calls ELF constructors with (argc, argv, envp) (elf/dl-init.c, call_init)"
+                EC_ATTRIBUTE_CONSTRUCTOR_INITS_ARGV)
 
 ecbuild_check_c_source_return("
 #include <float.h>
@@ -173,7 +197,7 @@ ecbuild_check_c_source_return("
 int main(void) { printf(\"%d\", LDBL_MANT_DIG); return 0; }"
   VAR IOSTACK_HAVE_LDBL_MANT_DIG OUTPUT IOSTACK_LDBL_MANT_DIG)
 _iostack_require_ran(IOSTACK_HAVE_LDBL_MANT_DIG)
-list(APPEND IOSTACK_PRESEED_VARS IOSTACK_HAVE_LDBL_MANT_DIG IOSTACK_LDBL_MANT_DIG)
+_iostack_record("${_iostack_ldbl}" IOSTACK_HAVE_LDBL_MANT_DIG IOSTACK_LDBL_MANT_DIG)
 
 # -- plain CMake run check (eccodes) ---------------------------------------
 # Does the compiled code store IEEE doubles/floats big/little endian?
@@ -207,31 +231,16 @@ int main(void)
       set(IEEE_${_order} 0 CACHE INTERNAL "Test IEEE_${_order}")
     endif()
   endif()
-  list(APPEND IOSTACK_PRESEED_VARS IEEE_${_order})
+  _iostack_record("${_iostack_order}" IEEE_${_order})
 endforeach()
 
 # -- Fortran -------------------------------------------------------------------
-ecbuild_check_fortran_source_return("
-program ldbl
-  use, intrinsic :: iso_c_binding, only : c_long_double
-  implicit none
-  real(c_long_double) :: x
-  x = 1
-  write(*, '(i0)', advance='no') precision(x)
-end program ldbl"
-  VAR IOSTACK_HAVE_Fortran_LDBL_PRECISION OUTPUT IOSTACK_Fortran_LDBL_PRECISION)
-_iostack_require_ran(IOSTACK_HAVE_Fortran_LDBL_PRECISION)
-list(APPEND IOSTACK_PRESEED_VARS IOSTACK_HAVE_Fortran_LDBL_PRECISION IOSTACK_Fortran_LDBL_PRECISION)
-
-# All of ecbuild 3.7's Fortran feature checks.
+# All of ecbuild 3.7's Fortran feature checks; not recorded (see the top).
 set(IOSTACK_Fortran_FEATURES c_size_t c_sizeof derivedtype_interface derivedtype_io finalization submodules)
 ecbuild_check_fortran(FEATURES ${IOSTACK_Fortran_FEATURES})
-foreach(_f ${IOSTACK_Fortran_FEATURES})
-  string(TOUPPER "${_f}" _F)
-  list(APPEND IOSTACK_PRESEED_VARS HAS_Fortran_${_F})
-endforeach()
 
 unset(_t)
+unset(_v)
 unset(_T)
 unset(_f)
 unset(_F)

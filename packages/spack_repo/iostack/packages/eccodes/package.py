@@ -1,19 +1,13 @@
 # iostack: eccodes as the stack builds it. Subclasses builtin; adds only what the stack needs.
 from spack_repo.builtin.packages.eccodes.package import Eccodes as BuiltinEccodes
-from spack_repo.iostack.craype import CRAYPE_DESCRIPTION, CRAYPE_VALUES, craype_cmake_args
+from spack_repo.iostack.craype import CrayPEPackage
 
 from spack.package import *
 
 
-class Eccodes(BuiltinEccodes):
+class Eccodes(CrayPEPackage, BuiltinEccodes):
     """ecCodes (GRIB/BUFR), extended for iostack's sites."""
 
     # The OpenIFS 49r1 bundle (ecmwf-ifs/openifs bundle.yml) pins ecCodes 2.38.3.
     # sha256 published in spack-packages commit 4aa3eb3a29 (PR #3973), same URL scheme.
     version("2.38.3", sha256="fa7b7ffb22973ed1dfbeb208c042a67a805ab070f1288a0f1f0707a1020d1c81", preferred=True)
-
-    variant("craype", default="none", values=CRAYPE_VALUES, multi=False,
-            description=CRAYPE_DESCRIPTION)
-
-    def cmake_args(self):
-        return super().cmake_args() + craype_cmake_args(self)

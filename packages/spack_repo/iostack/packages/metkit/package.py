@@ -1,11 +1,13 @@
 # iostack: metkit as the stack builds it. Subclasses builtin; adds only what the stack needs.
+import os
+
 from spack_repo.builtin.packages.metkit.package import Metkit as BuiltinMetkit
-from spack_repo.iostack.craype import CRAYPE_DESCRIPTION, CRAYPE_VALUES, craype_cmake_args
+from spack_repo.iostack.craype import CrayPEPackage
 
 from spack.package import *
 
 
-class Metkit(BuiltinMetkit):
+class Metkit(CrayPEPackage, BuiltinMetkit):
     """metkit, extended for iostack's sites."""
 
     # OpenIFS 49r1 pins metkit 1.11.19, for which no published checksum could be had here.
@@ -14,9 +16,45 @@ class Metkit(BuiltinMetkit):
 
     # its CMakeLists.txt asks for ecbuild 3.7.2 (builtin says 3.4:, which Debian's 3.7.1 meets)
     depends_on("ecbuild@3.7.2:", type="build", when="@1.11.22:")
+    # its CMake project enables C as well as C++ (builtin declares only cxx, so Spack's
+    # compiler wrapper gives it no C compiler and configure stops at "C compiler broken")
+    depends_on("c", type="build")
 
-    variant("craype", default="none", values=CRAYPE_VALUES, multi=False,
-            description=CRAYPE_DESCRIPTION)
+    # metkit 1.11's CMakeLists.txt clones its configuration files (language.yaml, params.yaml,
+    # shortname-context.yaml, ...) from github.com/ecmwf/metkit-configs, branch main, at
+    # configure time: online and unpinned. ECMWF publishes the same files in its metkitlib
+    # wheels on PyPI; the wheel of April 2025 (1.13.1, the nearest after 1.11.22, holding the
+    # nine files 1.11.22 reads) is pinned by the sha256 PyPI's index publishes, the clone is
+    # skipped, and the files are installed where the clone's would be.
+    resource(
+        name="metkit-configs",
+        url="https://files.pythonhosted.org/packages/e6/37/692be6fe7e701c8cb731f9bb3b3f16d644351298296ae1194ee2a185cdab/metkitlib-1.13.1-cp311-cp311-manylinux_2_28_x86_64.whl",
+        sha256="e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1",
+        expand=False,
+        destination="metkit-configs",
+        placement="wheel",
+        when="@1.11.22",
+    )
 
     def cmake_args(self):
-        return super().cmake_args() + craype_cmake_args(self)
+        # builtin passes ENABLE_ODC, but metkit's CMakeLists.txt names the feature ODB: left
+        # on, it links whatever odc the node has (Debian's, built on Debian's eckit: two
+        # eckits in one process, and fdb-info aborts before main)
+        args = super().cmake_args() + [self.define_from_variant("ENABLE_ODB", "odb")]
+        if self.spec.satisfies("@1.11.22"):
+            args.append(self.define("BUNDLE_SKIP_SHARE", True))
+        return args
+
+    @run_after("install", when="@1.11.22")
+    def install_configs(self):
+        import zipfile
+
+        (wheel,) = find(join_path(self.stage.source_path, "metkit-configs"), "*.whl")
+        inside = "metkitlib/share/metkit/"
+        with zipfile.ZipFile(wheel) as z:
+            for name in z.namelist():
+                if name.startswith(inside) and not name.endswith("/"):
+                    dest = join_path(self.prefix.share.metkit, name[len(inside):])
+                    mkdirp(os.path.dirname(dest))
+                    with z.open(name) as src, open(dest, "wb") as out:
+                        out.write(src.read())

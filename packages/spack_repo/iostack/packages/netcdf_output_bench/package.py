@@ -20,7 +20,7 @@ class NetcdfOutputBench(CMakePackage):
     # the iostack commit is what pins it and no sha256 exists. The version must
     # match project(VERSION) in its CMakeLists.txt (checked before configuring).
     has_code = False
-    version("1.0.0")
+    version("1.1.0")
 
     depends_on("c", type="build")
     depends_on("cmake@3.18:", type="build")

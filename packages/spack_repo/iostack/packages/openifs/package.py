@@ -3,12 +3,12 @@
 import os
 
 from spack_repo.builtin.build_systems.cmake import CMakePackage
-from spack_repo.iostack.craype import CRAYPE_DESCRIPTION, CRAYPE_VALUES, craype_cmake_args
+from spack_repo.iostack.craype import CrayPEPackage
 
 from spack.package import *
 
 
-class Openifs(CMakePackage):
+class Openifs(CrayPEPackage, CMakePackage):
     """OpenIFS: the ECMWF Integrated Forecasting System for research and education.
 
     48r1 and later build ifs-source as an ecbuild/CMake project; the libraries the
@@ -33,8 +33,6 @@ class Openifs(CMakePackage):
             description="Floating-point precision of ifsMASTER (SP or DP executable)")
     variant("fdb", default=True,
             description="FDB output (namelist LFDBOP=T, seed 000); GRIB files otherwise")
-    variant("craype", default="none", values=CRAYPE_VALUES, multi=False,
-            description=CRAYPE_DESCRIPTION)
 
     depends_on("c", type="build")
     depends_on("cxx", type="build")
@@ -74,7 +72,7 @@ class Openifs(CMakePackage):
             self.define("ENABLE_IFS_NETCDF", True),
             self.define("FCM_EXECUTABLE", join_path(self.spec["fcm"].prefix.bin, "fcm")),
         ]
-        return args + craype_cmake_args(self)
+        return args + super().cmake_args()  # CrayPEPackage: the craype toolchain
 
     @run_after("install")
     def install_run_scripts(self):

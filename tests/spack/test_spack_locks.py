@@ -1,0 +1,22 @@
+"""With real Spack: every site's committed spack.lock is what a fresh concretization gives
+(all sites side by side), whichever way Spack was obtained (clone or release tarball)."""
+import pytest
+
+from iostack import locks, sites
+
+
+@pytest.fixture(scope="module")
+def fresh(timings):
+    results = locks.fresh_locks(sites.spack_sites())
+    for site, result in results.items():
+        if not isinstance(result, Exception):
+            timings[f"concretize {site} (side by side)"] = result[1]
+    return results
+
+
+@pytest.mark.parametrize("site", sites.spack_sites())
+def test_site_lock_is_fresh(fresh, site):
+    result = fresh[site]
+    assert not isinstance(result, Exception), str(result)
+    lock, _ = result
+    assert locks.differences(locks.committed_lock(site), lock) == []
