@@ -43,9 +43,10 @@ class Mode(NamedTuple):
     checks: frozenset[str]
 
 
-_NIGHTLY = frozenset({"FdbBitIdentityCheck", "FdbCrossVersionCheck", "FdbThroughputCheck",
-                      "IO500Check", "IorLayoutCheck", "MdtestScalingCheck", "NetcdfOutputCheck",
-                      "OpenFOAMPitzDailyCheck", "OpenIFSOutputCheck", "StackSmokeCheck"})
+_NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
+                      "FdbThroughputCheck", "IO500Check", "IorLayoutCheck", "MdtestScalingCheck",
+                      "NetcdfOutputCheck", "OpenFOAMPitzDailyCheck", "OpenIFSOutputCheck",
+                      "StackSmokeCheck"})
 #: The ReFrame modes of reframe-tests/config/iostack.py (same names; a test keeps the two
 #: and the checks that exist in step): what each must load, and its wall-clock bound.
 MODES = {

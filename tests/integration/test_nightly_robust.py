@@ -22,9 +22,9 @@ IOSTACK = paths.REPO / "bin" / "iostack"
 #: one quick passing case, on Debian's packages only: the `stack` environment needs a
 #: deployed Spack stack (`-p builtin` would still build the check's fixture in `stack`)
 BUILTIN = ["-S", "valid_prog_environs=builtin", "--max-retries=0"]
-QUICK = [*BUILTIN, "-n", "FdbBitIdentityCheck%scenario=archive"]
+QUICK = [*BUILTIN, "-n", "FdbBitIdentityCheck%grib_input=synthetic%scenario=archive"]
 #: one quick failing case: the negative control flips a message that does not exist
-FAILING = [*BUILTIN, "-n", "FdbBitIdentityCheck%scenario=flip-one-bit",
+FAILING = [*BUILTIN, "-n", "FdbBitIdentityCheck%grib_input=synthetic%scenario=flip-one-bit",
            "-S", "FdbBitIdentityCheck.flipped_message=9999"]
 
 
