@@ -1,5 +1,6 @@
 """bin/iostack: set-up, tests and a site's deployment."""
 import argparse
+import os
 import pathlib
 import sys
 
@@ -105,22 +106,37 @@ def cmd_cluster(args):
 
 
 def cmd_report(args):
-    from iostack import report
+    from iostack import report, roots
 
     site = sites.check_site(args.site)
     root = paths.deploy_root(site, args.root)
+    roots.require_results(root, site)
     out = pathlib.Path(args.out).resolve() if args.out else None
     return report.main(site, args.system or site, root, out, args.period)
 
 
 def cmd_record_baseline(args):
-    from iostack import baseline
+    from iostack import baseline, roots
 
     site = sites.check_site(args.site)
     root = paths.deploy_root(site, args.root)
+    roots.require_results(root, site)
     refs = pathlib.Path(args.references_dir).resolve() if args.references_dir else None
     return baseline.main(site, args.system or site, root, args.check, args.session, refs,
                          args.lower, args.upper, args.sessions)
+
+
+def cmd_store_report(args):
+    from iostack import results
+
+    site = sites.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    if not (root / "reframe").is_dir():
+        die(f"no deployment root at {root} (no {root / 'reframe'}): check --root / IOSTACK_ROOT")
+    for report in args.reports:
+        uuid = results.store(args.system or site, root, pathlib.Path(report).resolve())
+        print(f"iostack: session {uuid} of {report} stored in {results.db_path(root)}")
+    return 0
 
 
 def cmd_lock(args):
@@ -228,6 +244,13 @@ def parser():
     p.add_argument("--references-dir", help="where the YAML files are (default: reframe-tests/references)")
     p.set_defaults(func=cmd_record_baseline)
 
+    p = sub.add_parser("store-report",
+                       help="store run reports whose session the results DB missed")
+    site_args(p)
+    p.add_argument("--system", help="ReFrame system whose config reads the DB (default: the site)")
+    p.add_argument("reports", nargs="+", help="ReFrame JSON run reports (<root>/reframe/reports/)")
+    p.set_defaults(func=cmd_store_report)
+
     p = sub.add_parser("lock", help="check (or --update) sites' committed spack.lock")
     p.add_argument("sites", nargs="*", help="sites (default: all)")
     p.add_argument("--update", action="store_true", help="write the fresh lock")
@@ -271,6 +294,16 @@ def main(argv=None):
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except OSError as e:
+        # A path the operator gave that cannot be used (read-only, missing, full) is one
+        # line naming the path; other exceptions are bugs and keep their traceback.
+        if os.environ.get("IOSTACK_TRACEBACK"):
+            raise
+        where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+        print(f"iostack: error: {args.command}: {e.strerror or e}"
+              + (f": {where}" if where else "")
+              + " (IOSTACK_TRACEBACK=1 shows where)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

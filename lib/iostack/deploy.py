@@ -13,7 +13,7 @@ from __future__ import annotations
 import pathlib
 import shutil
 
-from iostack import fdbconfig, paths, spack
+from iostack import fdbconfig, paths, roots, spack
 from iostack.run import die
 
 
@@ -61,6 +61,7 @@ def use_buildcache(root: pathlib.Path, cache_dir: pathlib.Path) -> None:
 
 
 def deploy(site: str, root: pathlib.Path, buildcache: pathlib.Path | None = None) -> None:
+    roots.require_writable(root)
     print(f"iostack: deploying site {site} into {root}")
     spack.checked(["concretize"], root, site=site, what=f"concretizing site {site}")
     if buildcache:

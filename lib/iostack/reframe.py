@@ -1,12 +1,34 @@
-"""Run a site's ReFrame regression with the repository's configuration."""
+"""Run a site's ReFrame regression with the repository's configuration: list what a mode
+would load, and run it within a deadline, keeping the lines of its output the nightly's
+verdict depends on (whether the session was stored, whether the report was written)."""
+from __future__ import annotations
+
 import os
 import pathlib
+import re
 import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import NamedTuple
 
 from iostack import paths
-from iostack.run import die, run
+from iostack.run import die, show
 
 LMOD_CMD_DEFAULTS = ("/usr/share/lmod/lmod/libexec/lmod", "/opt/lmod/lmod/libexec/lmod")
+#: after SIGINT at the deadline, ReFrame cancels its jobs; this long, then it is killed
+STOP_GRACE = 120
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: what ReFrame says at the end of a run that the nightly's verdict needs
+NOTES = {
+    "stored": re.compile(r"Current session stored with UUID: (\S+)"),
+    "store_failed": re.compile(r"failed to store results in the database: (.*)"),
+    "report_failed": re.compile(r"failed to generate report in (.*)"),
+    "error": re.compile(r"^ERROR: (.*)"),
+}
 
 
 def lmod_cmd():
@@ -31,20 +53,84 @@ def environment(root_dir: pathlib.Path) -> dict:
     }
 
 
-def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None, env_extra=None):
+def command(system: str, root_dir: pathlib.Path, mode=None) -> list:
     exe = paths.venv() / "bin" / "reframe"
     if not exe.exists():
         exe = shutil.which("reframe") or die("ReFrame not found: run bin/iostack setup")
-    state = root_dir / "reframe"
-    state.mkdir(parents=True, exist_ok=True)
-    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", system, "--prefix", state]
-    if mode:
-        cmd += ["--mode", mode]
-    cmd += ["-r", *extra]
-    proc = run(cmd, env_extra={**environment(root_dir), **(env_extra or {})}, check=False)
-    from iostack import results
+    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", system, "--prefix", root_dir / "reframe"]
+    return cmd + (["--mode", mode] if mode else [])
 
-    reports = results.run_reports(state)
-    if reports:
-        print(f"iostack: ReFrame report: {reports[-1]}")
-    return proc.returncode
+
+def _env(root_dir, env_extra):
+    extra = {**environment(root_dir), **(env_extra or {})}
+    return extra, dict(os.environ, **{k: str(v) for k, v in extra.items()})
+
+
+class Listing(NamedTuple):
+    rc: int
+    #: check classes ReFrame loaded and the mode selects, on any partition
+    checks: set[str]
+    #: first line of each "skipping test file" warning: a check file that failed to load
+    skipped: list[str]
+    #: ReFrame's error line when it refused to start (unknown system, bad mode)
+    error: str
+
+
+def list_checks(system: str, root_dir: pathlib.Path, mode=None, env_extra=None) -> Listing:
+    """The check classes a mode loads on a system, on every partition and environment
+    (`--list --skip-system-check --skip-prgenv-check`)."""
+    cmd = command(system, root_dir, mode) + ["--list", "--skip-system-check",
+                                             "--skip-prgenv-check", "--nocolor"]
+    extra, env = _env(root_dir, env_extra)
+    show(cmd, extra)
+    proc = subprocess.run(list(map(str, cmd)), env=env, capture_output=True, text=True)
+    out = _ANSI.sub("", proc.stdout + proc.stderr)
+    error = next((m.group(1).strip() for m in re.finditer(r"ERROR: (.*)", out)), "")
+    return Listing(proc.returncode, set(re.findall(r"^- (\w+)", out, re.M)),
+                   re.findall(r"WARNING: (skipping test file .*)", out), error)
+
+
+class Outcome(NamedTuple):
+    rc: int
+    #: the first match of each of NOTES in ReFrame's output
+    notes: dict[str, str]
+    #: the deadline came first: ReFrame was interrupted (its jobs cancelled)
+    timed_out: bool
+
+
+def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None, env_extra=None,
+            deadline: float | None = None, pass_fds=()) -> Outcome:
+    """`reframe -r`, its output passed through as it comes; at `deadline` (time.monotonic())
+    it gets SIGINT, so that it cancels its jobs, and is killed STOP_GRACE seconds later."""
+    cmd = command(system, root_dir, mode) + ["-r", *extra]
+    extra_env, env = _env(root_dir, env_extra)
+    show(cmd, extra_env)
+    proc = subprocess.Popen(list(map(str, cmd)), env=env, text=True, errors="replace",
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=pass_fds)
+    notes: dict[str, str] = {}
+
+    def relay():
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            plain = _ANSI.sub("", line).strip()
+            for key, pattern in NOTES.items():
+                m = pattern.search(plain)
+                if m and key not in notes:
+                    notes[key] = m.group(1)
+
+    reader = threading.Thread(target=relay, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    reader.join(10)
+    return Outcome(proc.returncode, notes, timed_out)

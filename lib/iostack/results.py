@@ -4,7 +4,8 @@ they see what `--performance-compare` and `--list-stored-sessions` see) and the 
 report of each session.
 
 A stored session and a run report have the same shape: `session_info`, and `runs`, the
-first run and then one per retry, each with its `testcases`.
+first run and then one per retry, each with its `testcases`; `store()` puts a run report
+whose session was not stored (an unusable DB) into the DB, through ReFrame's own storage.
 """
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ from iostack import paths, reframe
 from iostack.run import die, show
 
 ALL_TIME = "19700101T0000+0000:now"
+
+
+def db_path(root: pathlib.Path) -> pathlib.Path:
+    """The results DB of a deployment: RFM_SQLITE_DB_FILE (ReFrame's own variable, for a
+    root on a file system without reliable POSIX locks), else the configuration's
+    <root>/reframe/results.db."""
+    moved = os.environ.get("RFM_SQLITE_DB_FILE")
+    return pathlib.Path(os.path.expandvars(moved)) if moved else root / "reframe" / "results.db"
 
 
 def stored_sessions(system: str, root: pathlib.Path, period: str = ALL_TIME) -> list[dict]:
@@ -45,6 +54,37 @@ def run_reports(state: pathlib.Path) -> list[pathlib.Path]:
 
 def read_report(path: pathlib.Path) -> dict:
     return json.loads(path.read_text())
+
+
+def store(system: str, root: pathlib.Path, report_path: pathlib.Path) -> str:
+    """Store a run report's session in the results DB under `root` with ReFrame's storage
+    backend (its DB lock, its schema), as `reframe -r` does at the end of a run; returns the
+    session UUID. Runs in this process: the CLI's, once per command."""
+    try:
+        report = read_report(report_path)
+        uuid = report["session_info"]["uuid"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        die(f"{report_path} is not a ReFrame run report: {e}", rc=1)
+    os.environ.update({k: str(v) for k, v in reframe.environment(root).items()})
+    import sqlite3
+
+    import reframe.core.config as rfm_config
+    import reframe.core.runtime as rfm_runtime
+    from reframe.core.exceptions import ReframeError
+    from reframe.frontend.reporting.storage import StorageBackend
+
+    site_config = rfm_config.load_config(str(paths.REFRAME_CONFIG))
+    if os.environ.get("RFM_SQLITE_DB_FILE"):   # the CLI applies it; do as it does
+        site_config.add_sticky_option("storage/sqlite_db_file", os.environ["RFM_SQLITE_DB_FILE"])
+    site_config.select_subconfig(system)
+    rfm_runtime.init_runtime(site_config)
+    db = db_path(root)
+    try:
+        return StorageBackend.default().store(report, str(report_path))
+    except sqlite3.IntegrityError:
+        die(f"session {uuid} of {report_path} is already in the results DB {db}", rc=1)
+    except (sqlite3.Error, ReframeError, OSError) as e:
+        die(f"storing {report_path} in the results DB {db} failed: {e}", rc=1)
 
 
 def last_attempts(session: dict) -> dict[tuple, dict]:

@@ -29,6 +29,9 @@
 #   app_modules       {feature: [modules]} the app checks load for an application
 #                     feature; none where the application is on PATH (Debian's)
 #
+# Every partition has a `time_limit`, the bound of a job whose check sets none (a tool
+# blocked on a full disk must not hold a node; bin/iostack nightly bounds the whole run).
+#
 # Environment variables:
 #   IOSTACK_RFM_STATE    <root>/reframe (set by bin/iostack): reports, perflogs, results DB
 #   IOSTACK_RFM_OFFSITE  set to 1 to load this file away from the real sites, e.g. to
@@ -137,6 +140,7 @@ def _oci_partition(nps):
         access=['--exclusive'],
         environs=['gnu'],
         max_jobs=4,
+        time_limit='3h',
         extras={'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic']},
     )
 
@@ -179,6 +183,7 @@ site_configuration = {
                     'launcher': 'mpirun-ranks',
                     'environs': ['builtin', 'stack'],
                     'max_jobs': 2,
+                    'time_limit': '30m',
                     'prepare_cmds': _LOCAL_PREPARE,
                     'processor': _LOCAL_PROCESSOR,
                     'features': _LOCAL_FEATURES,
@@ -242,6 +247,7 @@ site_configuration = {
                     launcher='srun',
                     environs=['PrgEnv-cray', 'PrgEnv-gnu'],
                     max_jobs=16,
+                    time_limit='2h',
                 ),
                 # Seed 000: GNU builds for the login/serial nodes (post-processing).
                 _slurm_partition(
@@ -251,6 +257,7 @@ site_configuration = {
                     launcher='local',
                     environs=['PrgEnv-gnu'],
                     max_jobs=4,
+                    time_limit='1h',
                 ),
             ],
         },

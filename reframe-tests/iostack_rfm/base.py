@@ -14,7 +14,9 @@
 - job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.fdbconfig`,
   `python3 -m iostack_rfm.gribcompare`, ... (standard library only);
 - timing: a check tagged `performance` gets its node to itself: ReFrame's exclusive access
-  on batch systems, and the host slot where jobs share a host (iostack_rfm.slots).
+  on batch systems, and the host slot where jobs share a host (iostack_rfm.slots);
+- a full disk: a tool that may block on one runs `bounded()`, and the sanity phase fails,
+  naming the file system, when one the check wrote to is full.
 
 `parsed(reader, *paths, **options)` calls a reader of iostack_rfm (text in, value out) on
 files of the job, in the sanity or performance phase.
@@ -33,6 +35,7 @@ files of the job, in the sanity or performance phase.
 """
 import inspect
 import os
+import re
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -42,11 +45,38 @@ from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 from reframe.core.logging import getlogger
 
-from iostack import paths, references, stack
+from iostack import filesystems, paths, references, stack
 from iostack_rfm import slots, steps
 
 # Open MPI refuses to start as root unless told twice; CI containers run as root.
 OPENMPI_AS_ROOT = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
+#: what strerror(ENOSPC) prints in a job's output
+ENOSPC_TEXT = 'No space left on device'
+#: what a job prints when `bounded()` killed one of its tools
+STOPPED = 'iostack-stopped:'
+
+
+_STOPPED_LINE = re.compile(rf'^{STOPPED} (\S+) after (\d+) s; df: (\S+) +\d+ +\d+ +(\d+) +\S+ +(.+)$',
+                           re.MULTILINE)
+
+
+def full_disk_problem(job_output: str, where: str) -> str | None:
+    """Why a job's output says it ran out of space or had a tool stopped, or None: a tool
+    killed by `bounded()` (naming the file system when it was full), or a line with
+    strerror(ENOSPC)."""
+    stopped = _STOPPED_LINE.findall(job_output)
+    for tool, seconds, source, free_kib, mountpoint in stopped:
+        if int(free_kib) << 10 < filesystems.FULL_BELOW:
+            return (f'file system {mountpoint} ({source}) on {where} is full: {free_kib} KiB '
+                    f'free when {tool} was stopped after {seconds} s; free space there and '
+                    'run again')
+    enospc = next((line.strip() for line in job_output.splitlines() if ENOSPC_TEXT in line), None)
+    if enospc:
+        return f'the job ran out of space (ENOSPC) on {where}: {enospc}'
+    if stopped:
+        tool, seconds = stopped[0][:2]
+        return f'{tool} was stopped after {seconds} s (tool_timeout)'
+    return None
 
 
 @sn.deferrable
@@ -82,6 +112,10 @@ class IostackMixin(rfm.RegressionTestPlugin):
     #: the job is named steps (`step()`): its own line runs on the batch host, MPI programs
     #: are steps started by `mpi_command()`
     steps_job = variable(bool, value=False)
+    #: seconds a tool run through `bounded()` may take: eckit's FileHandle::write retries a
+    #: write that failed with ENOSPC every 60 s, forever (eckit 1.20 to 1.28), so an FDB
+    #: tool on a full file system would hold its job until the job's time limit
+    tool_timeout = variable(int, value=600)
 
     @run_after('init')
     def set_maintainers(self):
@@ -215,6 +249,39 @@ class IostackMixin(rfm.RegressionTestPlugin):
     @run_before('run')
     def set_job_pythonpath(self):
         self.env_vars['PYTHONPATH'] = f'{paths.job_pythonpath()}:$PYTHONPATH'
+
+    # a full disk
+
+    def bounded(self, command, name=None):
+        """`command`, killed after `tool_timeout` seconds; then the job's output says so
+        (naming it `name`, default its program), with the free space of the job's directory
+        at that moment. SIGKILL, not SIGTERM: a terminated FDB tool removes what it wrote,
+        and with it the sign of a full disk."""
+        tool = name or command.split()[0]
+        return (f'timeout -s KILL {self.tool_timeout} {command}; rc=$?; if [ $rc = 137 ]; '
+                f'then echo "{STOPPED} {tool} after {self.tool_timeout} s; df: '
+                '$(df -Pk . | tail -n 1)"; fi; (exit $rc)')
+
+    @run_before('sanity')
+    def fail_on_a_full_file_system(self):
+        """A check that ran out of space fails for that reason, naming the file system,
+        whatever failed downstream of the ENOSPC (an empty file, a missing line)."""
+        if self.is_dry_run():
+            return
+        for path in dict.fromkeys([self.stagedir, self.io_dir()]):
+            full = os.path.isdir(path) and filesystems.full(path)
+            if full:
+                raise SanityError(f'{full}: free space there and run again')
+        jobs = [job for job in (self.build_job, self.job) if job is not None]
+        for name in [name for job in jobs for name in (job.stdout, job.stderr)]:
+            try:
+                with open(os.path.join(self.stagedir, name), errors='replace') as f:
+                    text = f.read()
+            except OSError:
+                continue
+            problem = full_disk_problem(text, self.current_partition.fullname)
+            if problem:
+                raise SanityError(problem)
 
     # steps (iostack_rfm.steps)
 

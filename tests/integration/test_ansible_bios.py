@@ -218,6 +218,19 @@ def test_wrong_nps_for_shape_fails_before_any_request(mock_bmc, venv_bin, tmp_pa
     assert state["requests"] == 0 and state["patches"] == 0 and state["pending"] == {}
 
 
+def test_an_absent_resource_id_is_named_with_the_ids_the_bmc_has(mock_bmc, venv_bin, tmp_path):
+    """[issue 12] "No first item, sequence was empty" before."""
+    role_vars = mock_bmc.role_vars(bios_bmc_resource_id="System.Embedded.2", bios_smt=False,
+                                   bios_verify_os=False)
+    run = run_role(venv_bin, "bios", role_vars, tmp_path)
+    assert run.rc != 0
+    assert (f"bios: bios_bmc_resource_id 'System.Embedded.2' of localhost is not a ComputerSystem "
+            f"of the BMC at {mock_bmc.address}; it has: System.Embedded.1. Nothing was changed."
+            ) in run.messages()
+    assert "No first item" not in run.messages() + run.stderr
+    assert mock_bmc.state()["patches"] == 0 and mock_bmc.state()["resets"] == 0
+
+
 def test_nps_the_vendor_cannot_express_fails(mock_bmc, venv_bin, tmp_path):
     """HPE has no NPS0 spelling in the map: a clear error and no write."""
     role_vars = mock_bmc.role_vars(bios_nps=0, bios_manufacturer="HPE", bios_verify_os=False)

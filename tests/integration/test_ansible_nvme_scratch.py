@@ -2,16 +2,20 @@
 
 Every case builds sparse files in tmp_path, attaches them with
 `losetup -f --show` and detaches (and unmounts) them in the finalizer.
-The fstab is a scratch file, so /etc/fstab is never touched. The RAID0
-path needs the md driver, which this kernel lacks: it is covered in check
-mode only (test_raid0_plan_in_check_mode).
+The fstab and the role's record are scratch files, so /etc/fstab and
+/var/lib/iostack are never touched. The RAID0 path needs the md driver,
+which this kernel lacks: its plan is shown in check mode
+(test_raid0_plan_in_check_mode), and it is applied with a stand-in mdadm
+(ansible_fixtures/fake_mdadm.py) whose "array" is a loop device.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pathlib
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -19,7 +23,7 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
-from ansible_helpers import run_role  # noqa: E402
+from ansible_helpers import FIXTURES, run_role  # noqa: E402
 
 XFS_MIN = 320 * 1024 * 1024   # mkfs.xfs refuses filesystems below 300 MB
 LABEL = "iostack-scr"
@@ -42,10 +46,12 @@ def loops(is_root, tmp_path):
     made: list[str] = []
     mounts: list[pathlib.Path] = []
 
-    def make(size=XFS_MIN) -> str:
-        backing = tmp_path / f"disk{len(made)}.img"
-        with open(backing, "wb") as fh:
-            fh.truncate(size)
+    def make(size=XFS_MIN, backing=None) -> str:
+        """A loop device on a new sparse file, or a second one on `backing`."""
+        if backing is None:
+            backing = tmp_path / f"disk{len(made)}.img"
+            with open(backing, "wb") as fh:
+                fh.truncate(size)
         dev = _sh("losetup", "-f", "--show", str(backing)).stdout.strip()
         made.append(dev)
         return dev
@@ -62,7 +68,8 @@ def loops(is_root, tmp_path):
 def scratch_vars(tmp_path, devices, **extra):
     return {"nvme_scratch_devices": devices, "nvme_scratch_allow_plain_paths": True,
             "nvme_scratch_mount": str(tmp_path / "mnt"), "nvme_scratch_fstab": str(tmp_path / "fstab"),
-            "nvme_scratch_mdadm_conf": str(tmp_path / "mdadm.conf"), **extra}
+            "nvme_scratch_mdadm_conf": str(tmp_path / "mdadm.conf"),
+            "nvme_scratch_state_file": str(tmp_path / "state" / "nvme_scratch.json"), **extra}
 
 
 def blkid(dev: str) -> dict:
@@ -174,7 +181,7 @@ def test_root_disk_is_never_a_candidate(is_root, venv_bin, tmp_path):
     assert f"{root_disk} ({root_disk}): refused - root/boot disk" in run.messages()
     assert "DESTROYING" not in run.messages()
     ran = [name.split(" : ", 1)[-1] for name, _ in run.results()]
-    assert "Refuse unsafe devices" in ran
+    assert "Refuse unsafe devices and bad arguments" in ran
     assert not any(name.startswith(("Wipe", "Create the XFS", "Mount by UUID")) for name in ran)
 
 
@@ -211,7 +218,8 @@ def test_raid0_plan_in_check_mode(loops, venv_bin, tmp_path):
     assert run.rc == 0, run.explain()
     msgs = run.messages()
     assert f"RAID0 /dev/md/scratch over {a}, {b}" in msgs
-    assert f"would run mdadm --create /dev/md/scratch --level=0 --raid-devices=2 {a} {b}" in msgs
+    assert (f"would run mdadm --create /dev/md/scratch --name=scratch --level=0 --raid-devices=2 "
+            f"--run {a} {b}") in msgs
     if not shutil.which("mdadm"):
         assert "would install mdadm" in msgs
     for dev in (a, b):
@@ -224,3 +232,137 @@ def test_empty_device_list_skips(venv_bin, tmp_path):
     run = run_role(venv_bin, "nvme_scratch", {"nvme_scratch_devices": []}, tmp_path)
     assert run.rc == 0 and run.changed == 0
     assert "nvme_scratch_devices is empty" in run.messages()
+
+
+def blank(dev: str) -> bool:
+    return _sh("wipefs", "-n", dev).stdout.strip() == ""
+
+
+@pytest.mark.parametrize(("fs_vars", "problem"), [
+    ({"nvme_scratch_label": "iostack-scratch"},
+     "label 'iostack-scratch' has 15 bytes: a xfs label holds 1 to 12"),
+    ({"nvme_scratch_fstype": "ext4", "nvme_scratch_label": "iostack-scratch-1"},
+     "label 'iostack-scratch-1' has 17 bytes: a ext4 label holds 1 to 16"),
+    ({"nvme_scratch_mkfs_opts": "-d agcount=0"},
+     "mkfs.xfs refuses the options '-L iostack-scr -d agcount=0': Invalid value 0 for -d agcount"),
+    ({"nvme_scratch_mount_opts": "defaults,noatime,nosuchoption"},
+     "mount refuses the options 'defaults,noatime,nosuchoption' for xfs"),
+])
+def test_bad_mkfs_or_mount_arguments_stop_a_forced_wipe(loops, venv_bin, tmp_path, fs_vars, problem):
+    """[issue 12] An over-long label passed the forced wipe, then mkfs refused it: every
+    argument is now checked first, and the device keeps its data."""
+    dev, file_sha = device_with_data(loops, tmp_path)
+    dev_sha = sha256_of(dev)
+    run = run_role(venv_bin, "nvme_scratch",
+                   scratch_vars(tmp_path, [dev], nvme_scratch_force_wipe=True, **fs_vars), tmp_path)
+    assert run.rc != 0
+    msgs = run.messages()
+    assert f"invalid argument: {problem}" in msgs, msgs
+    assert "nothing was changed" in msgs and "DESTROYING" not in msgs
+    ran = [name.split(" : ", 1)[-1] for name, _ in run.results()]
+    assert not any(name.startswith(("Show the plan", "Wipe", "Create the filesystem")) for name in ran)
+    assert sha256_of(dev) == dev_sha
+    assert file_sha_readonly(dev, tmp_path / "ro") == file_sha
+
+
+def test_a_name_that_moved_to_another_disk_is_refused_not_formatted(loops, venv_bin, tmp_path):
+    """[issue 12] A plain kernel name that, after a reorder, names another (blank) disk: the
+    role refuses it, says where its filesystem went, and formats nothing. The kernel name
+    is a symlink here, repointed as a reorder repoints /dev/nvme1n1."""
+    first, second = loops(), loops()
+    name = tmp_path / "nvme1n1"
+    name.symlink_to(first)
+    role_vars = scratch_vars(tmp_path, [str(name)])
+    run = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path)
+    assert run.rc == 0, run.explain()
+    uuid = blkid(first)["UUID"]
+    state = json.loads((tmp_path / "state" / "nvme_scratch.json").read_text())
+    assert state["filesystems"] == {str(tmp_path / "mnt"): uuid}
+    assert state["devices"][str(name)]["identity"].startswith("loop backing file ")
+    _sh("umount", str(tmp_path / "mnt"))
+    fstab = (tmp_path / "fstab").read_text()
+
+    name.unlink()
+    name.symlink_to(second)
+    run = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path)
+    assert run.rc != 0
+    msgs = run.messages()
+    assert f"{name} ({second}): refused - names another device than the one this role formatted" in msgs
+    assert f"now {first}" in msgs and "device names moved" in msgs
+    assert blank(second)
+    assert blkid(first)["UUID"] == uuid
+    assert (tmp_path / "fstab").read_text() == fstab
+
+
+def test_a_second_loop_on_a_mounted_file_is_refused_even_with_force(loops, venv_bin, tmp_path):
+    """[issue 12] wipefs ran on a second loop device on the backing file of a mounted one."""
+    dev, file_sha = device_with_data(loops, tmp_path)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    _sh("mount", dev, str(busy))
+    loops.mounts.append(busy)
+    backing = _sh("losetup", "-n", "-O", "BACK-FILE", dev).stdout.strip()
+    alias = loops(backing=backing)
+    run = run_role(venv_bin, "nvme_scratch",
+                   scratch_vars(tmp_path, [alias], nvme_scratch_force_wipe=True), tmp_path)
+    assert run.rc != 0
+    msgs = run.messages()
+    assert f"{alias} ({alias}): refused - mounted or in use: {busy} (through {dev}, on the same backing file)" in msgs
+    assert "DESTROYING" not in msgs
+    assert os.path.ismount(busy) and sha256_of(str(busy / "results.bin")) == file_sha
+
+
+@pytest.fixture
+def fake_mdadm(tmp_path, monkeypatch):
+    """PATH finds ansible_fixtures/fake_mdadm.py as `mdadm`; returns the log's reader."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "mdadm").symlink_to(FIXTURES / "fake_mdadm.py")
+    log = tmp_path / "mdadm.log"
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_MDADM_LOG", str(log))
+    monkeypatch.setenv("FAKE_MDADM_STATE", str(tmp_path / "mdadm-state.json"))
+
+    def calls():
+        lines = log.read_text().splitlines() if log.exists() else []
+        log.write_text("")
+        return lines
+    return calls
+
+
+def test_raid0_is_created_then_assembled_then_left_alone(loops, fake_mdadm, venv_bin, tmp_path,
+                                                        monkeypatch):
+    """[issue 12] The apply path of RAID0, with a stand-in mdadm: the exact create command,
+    assemble (not create) when the members carry the array but /dev/md/<name> is gone, and
+    nothing at all once /dev/md/<name> is there."""
+    a, b = loops(64 * 1024 * 1024), loops(64 * 1024 * 1024)
+    monkeypatch.setenv("FAKE_MDADM_STANDIN", loops())
+    name = f"iostack-test-{os.getpid()}"
+    md = pathlib.Path("/dev/md") / name
+    role_vars = scratch_vars(tmp_path, [a, b], nvme_scratch_md_name=name,
+                             nvme_scratch_update_initramfs=False)
+    try:
+        run = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path)
+        assert run.rc == 0, run.explain()
+        assert fake_mdadm() == [
+            f"--examine --brief {a} {b}",
+            f"--create /dev/md/{name} --name={name} --level=0 --raid-devices=2 --run {a} {b}",
+            f"--detail --brief /dev/md/{name}"]
+        assert blkid(str(md))["LABEL"] == LABEL and os.path.ismount(tmp_path / "mnt")
+        conf = (tmp_path / "mdadm.conf").read_text()
+        assert conf.startswith(f"ARRAY /dev/md/{name} metadata=1.2 UUID=") and f"name={socket.gethostname()}:{name}" in conf
+
+        md.unlink()     # a reboot without the array assembled
+        run = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path)
+        assert run.rc == 0, run.explain()
+        assert fake_mdadm() == [f"--examine --brief {a} {b}", f"--assemble /dev/md/{name} {a} {b}",
+                                f"--detail --brief /dev/md/{name}"]
+
+        run = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path)
+        assert run.rc == 0 and run.changed == 0, run.changed_tasks()
+        assert fake_mdadm() == [f"--detail --brief /dev/md/{name}"]
+    finally:
+        if md.is_symlink():
+            md.unlink()
+        if md.parent.is_dir() and not any(md.parent.iterdir()):
+            md.parent.rmdir()

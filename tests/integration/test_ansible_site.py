@@ -85,3 +85,23 @@ def test_ansible_lint_and_yamllint_pass(venv_bin):
                         capture_output=True, text=True, env=env, timeout=300)
     assert al.returncode == 0, al.stdout + al.stderr
     assert "Profile 'production' was required, and it passed" in al.stdout + al.stderr
+
+
+@pytest.mark.parametrize("typo", ["inventory path", "group name"])
+def test_a_mistyped_inventory_fails_before_any_play(venv_bin, tmp_path, typo):
+    """[issue 12] A mistyped inventory skipped every play ("no hosts matched") with rc 0."""
+    if typo == "inventory path":
+        inventory = ANSIBLE_DIR / "inventories" / "cray-exx"
+        groups = "none"
+    else:
+        inventory = tmp_path / "hosts.yml"
+        inventory.write_text("all:\n  children:\n    computee:\n      hosts:\n        nid001:\n"
+                             "    deploy:\n      hosts:\n        uan01:\n")
+        groups = "computee, deploy"
+    run = run_playbook(venv_bin, ANSIBLE_DIR / "site.yml", {}, tmp_path, check=True,
+                       inventory=inventory)
+    assert run.rc != 0
+    assert (f"site.yml: no host in group 'compute' of inventory {inventory}; groups there: "
+            f"{groups}.") in run.messages()
+    plays = [p["play"]["name"] for p in run.data.get("plays", [])]
+    assert plays == ["Check that the inventory has hosts for every play"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import pathlib
 
 import pytest
@@ -76,10 +77,23 @@ class FakeProbe:
     def realpath(self, path):
         return self.links.get(path, path)
 
+    def rdev(self, path):
+        return None
+
+    def loops(self):
+        return []
+
+    def mountinfo(self):
+        return {}
+
+    def trial(self, fstype, label, mkfs_opts, mount_opts):
+        return []
+
 
 def params(devices, **kw):
     return {"devices": devices, "allow_plain_paths": False, "force": False, "label": "iostack-scr",
-            "md_name": "scratch", "mount_point": "/mnt/localdisk", **kw}
+            "md_name": "scratch", "mount_point": "/mnt/localdisk", "fstype": "xfs", "mkfs_opts": "",
+            "mount_opts": "defaults", "state_file": "/var/lib/iostack/nvme_scratch.json", **kw}
 
 
 def verdicts(result):
@@ -181,3 +195,67 @@ def test_unreadable_device_counts_as_data():
     probe.wipefs = mod.Probe.wipefs.__get__(probe)
     res = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"]), probe)
     assert verdicts(res)["/dev/disk/by-id/nvme-Fake_S1"][0] == "refused"
+
+
+def test_labels_are_checked_per_filesystem_and_options_by_a_trial():
+    probe = FakeProbe()
+    ok = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], label="iostack-scr-1"), probe)
+    assert ok["invalid"] == ["label 'iostack-scr-1' has 13 bytes: a xfs label holds 1 to 12 "
+                             "(nvme_scratch_label)"]
+    ext4 = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], label="iostack-scr-1", fstype="ext4"), probe)
+    assert ext4["invalid"] == []
+    unparsable = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], mkfs_opts="-m 'crc=1"), probe)
+    assert unparsable["invalid"] == ["mkfs options '-m 'crc=1' do not parse: No closing quotation "
+                                     "(nvme_scratch_mkfs_opts)"]
+    probe.trial = lambda *args: [f"tried {args}"]
+    tried = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], mkfs_opts="-K", mount_opts="noatime"), probe)
+    assert tried["invalid"] == ["tried ('xfs', 'iostack-scr', '-K', 'noatime')"]
+
+
+def test_a_moved_serial_is_refused_and_its_disk_found():
+    """The state says /dev/nvme1n1 was formatted on serial S1; it is now serial S3's name."""
+    probe = FakeProbe()
+    probe.tree[3]["name"] = probe.tree[3]["kname"] = "/dev/nvme1n1"      # S3 now here
+    probe.tree[1]["name"] = probe.tree[1]["kname"] = "/dev/nvme3n1"      # S1 moved
+    probe.blk = {"/dev/nvme3n1": {"TYPE": "xfs", "UUID": "u-1", "LABEL": "iostack-scr"}}
+    probe.sigs = {}
+    probe.read = lambda path: (json.dumps({"devices": {"/dev/nvme1n1": {"identity": "wwn eui.0001",
+                                                                          "mount": "/mnt/localdisk"}},
+                                           "filesystems": {"/mnt/localdisk": "u-1"}})
+                               if path.endswith(".json") else "")
+    res = mod.inspect(params(["/dev/nvme1n1"], allow_plain_paths=True), probe)
+    verdict, why = verdicts(res)["/dev/nvme1n1"]
+    assert verdict == "refused"
+    assert "names another device than the one this role formatted as /dev/nvme1n1 (wwn eui.0001, " \
+           "now /dev/nvme3n1)" in why
+    assert res["record"] == {}
+
+
+def test_a_loop_alias_shares_the_mounts_of_its_twin():
+    probe = FakeProbe()
+    probe.tree += [disk("/dev/loop0", type_="loop"), disk("/dev/loop1", type_="loop")]
+    probe.tree[-2]["maj:min"], probe.tree[-1]["maj:min"] = "7:0", "7:1"
+    probe.loops = lambda: [{"name": "/dev/loop0", "maj:min": "7:0", "back-maj:min": "254:0", "back-ino": "42"},
+                           {"name": "/dev/loop1", "maj:min": "7:1", "back-maj:min": "254:0", "back-ino": "42"}]
+    probe.mountinfo = lambda: {"7:0": ["/data"]}
+    res = mod.inspect(params(["/dev/loop1"], allow_plain_paths=True, force=True), probe)
+    assert "mounted or in use: /data (through /dev/loop0, on the same backing file)" in verdicts(res)["/dev/loop1"][1]
+
+
+def test_two_names_of_one_device_are_listed_twice():
+    probe = FakeProbe()
+    probe.rdev = lambda path: "259:1"
+    res = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1", "/dev/disk/by-id/nvme-Fake_S3"]), probe)
+    assert "listed twice (same device as /dev/disk/by-id/nvme-Fake_S1)" in \
+        verdicts(res)["/dev/disk/by-id/nvme-Fake_S3"][1]
+
+
+def test_raid_members_that_disagree_are_all_refused():
+    probe = FakeProbe()
+    probe.blk["/dev/nvme1n1"] = {"TYPE": "linux_raid_member", "LABEL": "node01:scratch"}
+    probe.sigs["/dev/nvme1n1"] = [{"type": "linux_raid_member", "offset": "0x1000"}]
+    probe.blk.pop("/dev/nvme3n1")
+    probe.sigs.pop("/dev/nvme3n1")
+    res = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1", "/dev/disk/by-id/nvme-Fake_S3"]), probe)
+    assert {v for v, _ in verdicts(res).values()} == {"refused"}
+    assert "the RAID0 members disagree" in verdicts(res)["/dev/disk/by-id/nvme-Fake_S3"][1]

@@ -1,25 +1,41 @@
-"""bin/iostack nightly: zero selected test cases fail, sessions name their stack, and a
-missing baseline is explained with the command that records one."""
+"""bin/iostack nightly: zero selected test cases fail, sessions name their stack, a
+missing baseline is explained with the command that records one, and the verdict is true:
+a session the DB did not store, a check that did not load, an unknown system or mode, a
+run out of time each fail with one line saying so."""
 import json
+import os
 import re
+import time
 
 import pytest
 
-from iostack import nightly, reframe
+from iostack import filesystems, nightly, reframe, runlock
 
 
-def fake_reframe(tmp_path, monkeypatch, report, rc=0):
+def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, timed_out=False,
+                 listed=None):
+    """ReFrame as the nightly sees it: the report it writes at --report-file, what it says
+    about storing the session, and what `--list` loads (every check of the mode)."""
     calls = []
 
-    def run(system, root, extra=(), mode=None, env_extra=None):
-        calls.append({"system": system, "extra": list(extra), "mode": mode, "env": env_extra})
+    def run(system, root, extra=(), mode=None, env_extra=None, deadline=None, pass_fds=()):
+        calls.append({"system": system, "extra": list(extra), "mode": mode, "env": env_extra,
+                      "deadline": deadline, "pass_fds": pass_fds})
+        said = dict(notes or {})
         if report is not None:
-            reports = root / "reframe" / "reports"
-            reports.mkdir(parents=True, exist_ok=True)
-            (reports / f"run-report-{len(calls)}.json").write_text(json.dumps(report))
-        return rc
+            path = extra[list(extra).index("--report-file") + 1]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(report))
+            if stored:
+                said["stored"] = report.get("session_info", {}).get("uuid")
+        return reframe.Outcome(rc, said, timed_out)
+
+    def list_checks(system, root, mode=None, env_extra=None):
+        checks = nightly.MODES[mode].checks if listed is None else listed
+        return reframe.Listing(0, set(checks), [], "")
 
     monkeypatch.setattr(reframe, "reframe", run)
+    monkeypatch.setattr(reframe, "list_checks", list_checks)
     return calls
 
 
@@ -49,7 +65,8 @@ def test_a_failing_run_keeps_its_own_exit_code(tmp_path, monkeypatch):
 
 
 def test_sessions_carry_commit_and_spack_lock_hash(tmp_path, monkeypatch):
-    calls = fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 1}, "runs": []})
+    calls = fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 1, "uuid": "u"},
+                                                 "runs": []})
     assert nightly.run("local", "local-slurm", tmp_path, mode="weekly") == 0
     (call,) = calls
     assert call["system"] == "local-slurm" and call["mode"] == "weekly"
@@ -66,7 +83,7 @@ def test_missing_baselines_are_explained(tmp_path, monkeypatch, capsys):
           "partition": "default", "result": "fail", "fail_phase": "performance",
           "perfvalues": {"local-slurm:default:fdb_write_ratio":
                          [0.3, 1.7976931348623157e308, 0, None, "ratio", "fail"]}}
-    fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 1},
+    fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 1, "uuid": "u"},
                                          "runs": [{"testcases": [tc]}]}, rc=1)
     assert nightly.run("local", "local-slurm", tmp_path) == 1
     out = capsys.readouterr().out
@@ -82,3 +99,117 @@ def test_other_failures_are_not_blamed_on_baselines(tmp_path, monkeypatch, capsy
                                          "runs": [{"testcases": [tc]}]}, rc=1)
     nightly.run("local", "local", tmp_path)
     assert "record-baseline" not in capsys.readouterr().out
+
+
+def report_of(uuid="s-1", failures=0):
+    return {"session_info": {"num_cases": 1, "uuid": uuid, "num_failures": failures}, "runs": []}
+
+
+def test_each_run_reads_and_prints_its_own_report(tmp_path, monkeypatch, capsys):
+    newer = tmp_path / "reframe" / "reports" / "run-report-99.json"
+    newer.parent.mkdir(parents=True)
+    newer.write_text(json.dumps(report_of("another-run")))
+    calls = fake_reframe(tmp_path, monkeypatch, report_of("this-run"))
+    assert nightly.run("local", "local", tmp_path) == 0
+    own = calls[0]["extra"][calls[0]["extra"].index("--report-file") + 1]
+    os.utime(newer)         # the other run's report is the newest in the directory
+    assert own != newer and json.loads(own.read_text())["session_info"]["uuid"] == "this-run"
+    assert f"iostack: ReFrame report: {own}" in capsys.readouterr().out
+
+
+def test_a_session_the_db_did_not_store_fails_and_keeps_its_report(tmp_path, monkeypatch, capsys):
+    """[issue 12] ReFrame only warns when it cannot store the session; the nightly fails."""
+    calls = fake_reframe(tmp_path, monkeypatch, report_of("s-1"), stored=False,
+                         notes={"store_failed": "file is not a database"})
+    assert nightly.run("local", "local", tmp_path) == nightly.RC_NOT_STORED
+    own = calls[0]["extra"][calls[0]["extra"].index("--report-file") + 1]
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "error" in x]
+    assert line.startswith("iostack: error: session s-1 was NOT stored in the results DB "
+                           f"{tmp_path}/reframe/results.db (file is not a database)")
+    assert f"bin/iostack store-report --site local --system local --root {tmp_path} {own}" in line
+    assert own.is_file()
+
+
+def test_a_failed_run_whose_session_was_not_stored_keeps_the_failure_code(tmp_path, monkeypatch):
+    fake_reframe(tmp_path, monkeypatch, report_of(failures=1), rc=1, stored=False)
+    assert nightly.run("local", "local", tmp_path) == 1
+
+
+def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monkeypatch, capsys):
+    """[issue 12] a check file that fails to import is only a ReFrame warning."""
+    calls = fake_reframe(tmp_path, monkeypatch, report_of(),
+                         listed=nightly.MODES["nightly"].checks - {"StackSmokeCheck"})
+    with pytest.raises(SystemExit) as e:
+        nightly.run("local", "local", tmp_path)
+    assert e.value.code == 2 and calls == []
+    err = capsys.readouterr().err
+    assert "mode nightly must run StackSmokeCheck, which did not load" in err
+    assert "lib/iostack/nightly.py MODES" in err
+
+
+@pytest.mark.parametrize(("system", "site", "expected"), [
+    ("local", "local", "site local has no ReFrame system 'local'"),
+    ("nosuch", "local", "ReFrame system 'nosuch' is not defined"),
+])
+def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monkeypatch, capsys,
+                                                                  system, site, expected):
+    monkeypatch.setattr(reframe, "list_checks", lambda *a, **k: reframe.Listing(
+        1, set(), [], "failed to load configuration: could not find a configuration entry for "
+                      f"the requested system: '{system}'"))
+    with pytest.raises(SystemExit) as e:
+        nightly.run(site, system, tmp_path)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and expected in err
+    assert "defined in reframe-tests/config/iostack.py `systems` (cray-ex, local, " in err
+
+
+def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeypatch, capsys):
+    calls = fake_reframe(tmp_path, monkeypatch, report_of())
+    with pytest.raises(SystemExit) as e:
+        nightly.run("local", "local", tmp_path, mode="nighlty")
+    assert e.value.code == 2 and calls == []
+    assert ("unknown mode 'nighlty': modes are nightly, weekly, defined in "
+            "reframe-tests/config/iostack.py `modes`") in capsys.readouterr().err
+
+
+def test_the_run_gets_its_mode_s_deadline_and_the_lock(tmp_path, monkeypatch):
+    calls = fake_reframe(tmp_path, monkeypatch, report_of())
+    before = time.monotonic()
+    nightly.run("local", "local", tmp_path, mode="weekly")
+    (call,) = calls
+    bound = nightly.MODES["weekly"].wall_clock_seconds
+    assert before + bound <= call["deadline"] <= time.monotonic() + bound
+    assert len(call["pass_fds"]) == 1     # ReFrame holds the root's lock while it runs
+
+
+def test_a_run_out_of_time_fails_saying_so(tmp_path, monkeypatch, capsys):
+    fake_reframe(tmp_path, monkeypatch, None, timed_out=True)
+    assert nightly.run("local", "local", tmp_path) == nightly.RC_TIME_UP
+    assert "mode nightly ran out of its wall-clock bound (4:00:00" in capsys.readouterr().out
+
+
+def test_a_full_file_system_is_named(tmp_path, monkeypatch, capsys):
+    fake_reframe(tmp_path, monkeypatch, None)
+    monkeypatch.setattr(filesystems, "full", lambda path: "file system /x (/dev/x, xfs) holding "
+                        f"{path} is full: 0 KiB free of 40 MiB")
+    (tmp_path / "reframe").mkdir()
+    monkeypatch.setattr(nightly.roots, "require_writable", lambda root, sub: root / sub)
+    assert nightly.run("local", "local", tmp_path) == 1
+    out = capsys.readouterr().out
+    assert f"iostack: error: file system /x (/dev/x, xfs) holding {tmp_path}/reframe is full" in out
+
+
+def test_a_second_run_waits_for_the_lock_then_names_its_holder(tmp_path, monkeypatch, capsys):
+    lock = tmp_path / "nightly.lock"
+    monkeypatch.setattr(runlock, "POLL", 0.05)
+    with runlock.hold(lock, time.monotonic() + 5):
+        assert "since" in lock.read_text() and f"pid {os.getpid()}" in lock.read_text()
+        with pytest.raises(SystemExit) as e:
+            with runlock.hold(lock, time.monotonic() + 0.3):
+                pass
+    assert e.value.code == 1
+    out, err = capsys.readouterr()
+    assert f"iostack: waiting for the run holding {lock}: pid {os.getpid()} on " in out
+    assert "and this run's time is up; nothing was run" in err
+    with runlock.hold(lock, time.monotonic() + 1):      # released: taken at once
+        pass

@@ -10,8 +10,20 @@ short_description: Decide which scratch devices are safe to format
 description:
   - Resolves each listed device (stable /dev/disk/by-id path, serial or WWN;
     plain kernel paths only when I(allow_plain_paths) is set), then reads
-    C(lsblk -J), C(blkid -p), C(wipefs -n -J), C(findmnt), /proc/mounts,
-    /proc/swaps and sysfs holders. Changes nothing.
+    C(lsblk -J), C(blkid -p), C(wipefs -n -J), C(findmnt), C(losetup -J),
+    /proc/mounts, /proc/self/mountinfo, /proc/swaps and sysfs holders. Changes
+    nothing on any device.
+  - C(invalid) lists mkfs and mount arguments that would fail: the label's
+    length for the filesystem, the md name, and what mkfs and mount say of
+    the options when tried on a throwaway image file (mkfs on a sparse file,
+    a loop mount of it), so a bad argument stops the run before any wipe.
+  - Aliases count: a second loop device on the same backing file, or a
+    second node with the same major:minor, is mounted or in use when its
+    alias is.
+  - Every device the role formatted is recorded in I(state_file) by stable
+    identity (WWN, serial, or a loop device's backing file) and the
+    filesystem UUID; a listed name that now resolves to another device is
+    refused (device names moved) instead of formatted.
   - C(refused) devices must never be touched (root/boot disk, mounted,
     in use, not a whole disk, foreign data without I(force)).
     C(to_wipe) devices carry signatures or partitions and are only listed
@@ -43,6 +55,23 @@ options:
     description: Where the role mounts the scratch filesystem.
     type: path
     required: true
+  fstype:
+    description: Filesystem the role makes.
+    type: str
+    choices: [xfs, ext4]
+    default: xfs
+  mkfs_opts:
+    description: Extra mkfs options (tried on a throwaway image).
+    type: str
+    default: ""
+  mount_opts:
+    description: Mount options (tried on a throwaway image).
+    type: str
+    default: defaults
+  state_file:
+    description: JSON record of the devices the role formatted, by stable identity.
+    type: path
+    required: true
 author: iostack
 """
 
@@ -55,16 +84,27 @@ summary: {description: One readable line per device (spec, path, verdict, reason
 refused: {description: Devices that must not be touched, with reasons., type: list, returned: always}
 to_wipe: {description: Devices whose signatures/partitions force would destroy., type: list, returned: always}
 protected_disks: {description: Disks that back /, /boot or /boot/efi., type: list, returned: always}
+invalid: {description: mkfs/mount arguments that would fail, one line each., type: list, returned: always}
+state: {description: The recorded state (devices by spec, filesystems by mount point)., type: dict, returned: always}
+record: {description: State entries for the listed devices, to record once formatted., type: dict, returned: always}
 """
 
 import json
 import os
+import re
+import shlex
 import stat
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 STABLE_PREFIX = "/dev/disk/by-id/"
 PROTECTED_MOUNTS = ("/", "/boot", "/boot/efi")
+# Longest label each filesystem keeps (mkfs.xfs refuses a longer one; mke2fs truncates it).
+LABEL_MAX = {"xfs": 12, "ext4": 16}
+# Size of the throwaway image the mkfs/mount arguments are tried on (mkfs.xfs needs 300 MB).
+TRIAL_BYTES = {"xfs": 320 << 20, "ext4": 32 << 20}
+MD_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 
 
 class Probe:
@@ -79,7 +119,7 @@ class Probe:
 
     def lsblk(self, dev=None, inverse=False):
         args = ["lsblk", "-J", "-b", "-p", "-o",
-                "NAME,KNAME,PKNAME,TYPE,SIZE,FSTYPE,UUID,LABEL,MOUNTPOINTS,SERIAL,WWN"]
+                "NAME,KNAME,PKNAME,MAJ:MIN,TYPE,SIZE,FSTYPE,UUID,LABEL,MOUNTPOINTS,SERIAL,WWN"]
         if inverse:
             args.append("-s")
         if dev:
@@ -135,6 +175,53 @@ class Probe:
     def realpath(self, path):
         return os.path.realpath(path)
 
+    def rdev(self, path):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" if stat.S_ISBLK(st.st_mode) else None
+
+    def loops(self):
+        """Attached loop devices with their backing file's device and inode."""
+        rc, out, _ = self.run(["losetup", "-J", "-l", "-O", "NAME,MAJ:MIN,BACK-MAJ:MIN,BACK-INO"])
+        if rc != 0 or not out.strip():
+            return []
+        return [{k: str(v).strip() for k, v in d.items()} for d in json.loads(out).get("loopdevices", [])]
+
+    def mountinfo(self):
+        """major:minor -> mount points, from /proc/self/mountinfo (names do not matter)."""
+        found = {}
+        for line in self.read("/proc/self/mountinfo").splitlines():
+            fields = line.split()
+            if len(fields) > 4:
+                found.setdefault(fields[2], []).append(fields[4].replace("\\040", " "))
+        return found
+
+    def trial(self, fstype, label, mkfs_opts, mount_opts):
+        """mkfs and mount with the role's arguments on a throwaway image; what they refuse."""
+        with tempfile.TemporaryDirectory(prefix="nvme-scratch-trial-") as tmp:
+            image, mnt = os.path.join(tmp, "trial.img"), os.path.join(tmp, "mnt")
+            with open(image, "wb") as fh:
+                fh.truncate(TRIAL_BYTES[fstype])
+            quiet = ["-q", "-F"] if fstype == "ext4" else ["-q"]
+            options = ["-L", label, *shlex.split(mkfs_opts)]
+            rc, _, err = self.run([f"mkfs.{fstype}", *quiet, *options, image])
+            if rc != 0:
+                return [f"mkfs.{fstype} refuses the options '{' '.join(options)}': {_first_line(err)}"]
+            if not os.path.exists("/dev/loop-control"):
+                return []
+            os.mkdir(mnt)
+            rc, _, err = self.run(["mount", "-t", fstype, "-o", f"loop,{mount_opts}", image, mnt])
+            if rc != 0:
+                return [f"mount refuses the options '{mount_opts}' for {fstype}: {_first_line(err)}"]
+            self.run(["umount", mnt])
+        return []
+
+
+def _first_line(text):
+    return next((line.strip() for line in text.splitlines() if line.strip()), "no message")
+
 
 def _walk(nodes):
     for node in nodes:
@@ -185,13 +272,17 @@ def resolve(spec, probe, allow_plain, all_disks):
     return probe.realpath(spec), spec, None
 
 
-def mounts_of(probe, names):
-    """Mount points (from /proc/mounts) and swap use of any of the names."""
+def mounts_of(probe, names, majmins=()):
+    """Mount points (from /proc/mounts by name, /proc/self/mountinfo by major:minor) and
+    swap use of any of the names."""
     found = []
     for line in probe.read("/proc/mounts").splitlines():
         fields = line.split()
         if len(fields) >= 2 and fields[0] in names:
             found.append(fields[1].replace("\\040", " "))
+    by_majmin = probe.mountinfo()
+    for majmin in majmins:
+        found.extend(by_majmin.get(majmin, []))
     for line in probe.read("/proc/swaps").splitlines()[1:]:
         fields = line.split()
         if fields and fields[0] in names:
@@ -199,47 +290,126 @@ def mounts_of(probe, names):
     return found
 
 
+def validate_arguments(params, probe):
+    """The mkfs and mount arguments, checked before any device is: one line per problem."""
+    problems = []
+    fstype, label = params["fstype"], params["label"]
+    if not label or len(label.encode()) > LABEL_MAX[fstype]:
+        problems.append(f"label '{label}' has {len(label.encode())} bytes: a {fstype} label "
+                        f"holds 1 to {LABEL_MAX[fstype]} (nvme_scratch_label)")
+    if len(params["devices"]) > 1 and not MD_NAME.match(params["md_name"]):
+        problems.append(f"md name '{params['md_name']}' must be 1 to 32 of A-Z a-z 0-9 _ . - "
+                        "(nvme_scratch_md_name)")
+    try:
+        shlex.split(params["mkfs_opts"])
+    except ValueError as e:
+        problems.append(f"mkfs options '{params['mkfs_opts']}' do not parse: {e} (nvme_scratch_mkfs_opts)")
+    if problems:
+        return problems
+    return probe.trial(fstype, label, params["mkfs_opts"], params["mount_opts"])
+
+
+def identity(node, loop):
+    """What names a disk whatever the kernel calls it: WWN, serial, or a loop device's
+    backing file; "" when it has none of them."""
+    if node.get("wwn"):
+        return f"wwn {node['wwn']}"
+    if node.get("serial"):
+        return f"serial {node['serial']}"
+    if loop:
+        return f"loop backing file {loop['back-maj:min']}/{loop['back-ino']}"
+    return ""
+
+
+def read_state(probe, path):
+    try:
+        state = json.loads(probe.read(path) or "{}")
+    except ValueError:
+        state = {}
+    return {"devices": dict(state.get("devices") or {}), "filesystems": dict(state.get("filesystems") or {})}
+
+
+def moved(spec, current_identity, uuid, multi, state, state_file, all_disks, loops):
+    """Why the device a listed spec names now is not the one this role formatted as it
+    (device names moved, a disk replaced), or None."""
+    rec = state["devices"].get(spec)
+    if not rec:
+        return None
+    fs_uuid = state["filesystems"].get(rec.get("mount", ""), "")
+    if rec.get("identity") and current_identity:
+        if rec["identity"] == current_identity:
+            return None
+        was = rec["identity"]
+    elif not multi and fs_uuid and uuid != fs_uuid:
+        was = f"filesystem UUID {fs_uuid}"
+    else:
+        return None
+    now = [d["name"] for d in all_disks
+           if (rec.get("identity") and identity(d, loops.get(d.get("maj:min"))) == rec["identity"])
+           or (fs_uuid and d.get("uuid") == fs_uuid)]
+    return (f"names another device than the one this role formatted as {spec} ({was}, "
+            f"now {' '.join(now) or 'not found'}): device names moved or the disk was replaced; "
+            f"list devices by {STABLE_PREFIX}..., or, if it was replaced on purpose, remove "
+            f"{spec} from {state_file}")
+
+
 def inspect(params, probe):
     protected = protected_disks(probe)
     all_disks = list(_walk(probe.lsblk()))
+    loops = {lo.get("maj:min"): lo for lo in probe.loops()}
+    state = read_state(probe, params["state_file"])
     multi = len(params["devices"]) > 1
-    results, seen = [], set()
+    results, seen = [], {}
     for spec in params["devices"]:
         path, shown, error = resolve(spec, probe, params["allow_plain_paths"], all_disks)
-        entry = {"spec": shown, "path": path, "reasons": [], "destroy": [], "verdict": None, "wipe_paths": []}
+        entry = {"spec": shown, "path": path, "reasons": [], "destroy": [], "verdict": None,
+                 "wipe_paths": [], "identity": ""}
         results.append(entry)
         if error:
             entry["reasons"].append(error)
             entry["verdict"] = "refused"
             continue
-        if path in seen:
-            entry["reasons"].append("listed twice")
+        key = probe.rdev(path) or path
+        if key in seen:
+            entry["reasons"].append(f"listed twice (same device as {seen[key]})")
             entry["verdict"] = "refused"
             continue
-        seen.add(path)
+        seen[key] = shown
         tree = probe.lsblk(path)
         node = tree[0] if tree else {"name": path, "type": "?"}
+        # the device and every alias of it: loop devices on the same backing file
+        loop = loops.get(node.get("maj:min"))
+        aliases = [lo["name"] for lo in loops.values() if loop and lo is not loop
+                   and (lo.get("back-maj:min"), lo.get("back-ino")) == (loop.get("back-maj:min"), loop.get("back-ino"))]
+        for alias in aliases:
+            tree = tree + probe.lsblk(alias)
         names = {n["name"] for n in _walk(tree)} | {n.get("kname") for n in _walk(tree) if n.get("kname")} | {path}
-        entry.update(size=node.get("size"), type=node.get("type"))
+        majmins = {n["maj:min"] for n in _walk(tree) if n.get("maj:min")} | ({key} if ":" in key else set())
+        entry.update(size=node.get("size"), type=node.get("type"), identity=identity(node, loop))
         info = probe.blkid(path)
         entry.update(fstype=info.get("TYPE", ""), uuid=info.get("UUID", ""), label=info.get("LABEL", ""))
         sigs = probe.wipefs(path)
         entry["signatures"] = [f"{s.get('type')}@{s.get('offset')}" for s in sigs]
         parts = [n["name"] for n in _walk(node.get("children") or []) if n.get("type") == "part"]
-        mounted = sorted(set(mounts_of(probe, names) + [m for n in _walk(tree) for m in _mountpoints(n)]))
-        holders = probe.holders(node.get("kname") or path)
+        mounted = sorted(set(mounts_of(probe, names, majmins) + [m for n in _walk(tree) for m in _mountpoints(n)]))
+        holders = sorted({h for n in [node] + [{"kname": a} for a in aliases] for h in probe.holders(n.get("kname") or path)})
 
         if path in protected or node.get("name") in protected:
             entry["reasons"].append("root/boot disk (backs /, /boot or /boot/efi): never used")
         if node.get("type") not in ("disk", "loop"):
             entry["reasons"].append(f"not a whole disk (type {node.get('type')})")
+        why_moved = moved(shown, entry["identity"], entry["uuid"], multi, state, params["state_file"],
+                          all_disks, loops)
+        if why_moved:
+            entry["reasons"].append(why_moved)
 
         if multi:
             ours = info.get("TYPE") == "linux_raid_member" and info.get("LABEL", "").split(":")[-1] == params["md_name"]
         else:
-            ours = info.get("TYPE") == "xfs" and info.get("LABEL") == params["label"] and not parts
-        if mounted and not (ours and mounted == [params["mount_point"]]):
-            entry["reasons"].append(f"mounted or in use: {', '.join(mounted)}")
+            ours = info.get("TYPE") == params["fstype"] and info.get("LABEL") == params["label"] and not parts
+        if mounted and not (ours and mounted == [params["mount_point"]] and not aliases):
+            through = f" (through {', '.join(aliases)}, on the same backing file)" if aliases else ""
+            entry["reasons"].append(f"mounted or in use: {', '.join(mounted)}{through}")
         if holders and not (ours and multi):
             entry["reasons"].append(f"held by {', '.join(holders)} (md/dm/LVM member)")
         if entry["reasons"]:
@@ -267,6 +437,14 @@ def inspect(params, probe):
             entry["verdict"] = "refused"
             entry["reasons"].append("holds data: " + "; ".join(foreign)
                                     + " (set nvme_scratch_force_wipe for this host to destroy it)")
+    verdicts = {e["verdict"] for e in results}
+    if multi and "ours" in verdicts and verdicts - {"ours", "refused"}:
+        for e in results:
+            if e["verdict"] != "refused":
+                e["verdict"] = "refused"
+                e["reasons"].append(f"the RAID0 members disagree: some are members of md "
+                                    f"{params['md_name']}, others are not (a replaced member?); "
+                                    "a RAID0 array cannot be repaired, only wiped and created anew")
     summary = []
     for e in results:
         why = e["reasons"] or e["destroy"]
@@ -279,6 +457,10 @@ def inspect(params, probe):
         "to_wipe": [{"device": e["spec"], "path": e["path"], "destroy": e["destroy"], "wipe_paths": e["wipe_paths"]}
                     for e in results if e["verdict"] == "wipe"],
         "protected_disks": protected,
+        "invalid": validate_arguments(params, probe),
+        "state": state,
+        "record": {e["spec"]: {"identity": e["identity"], "mount": params["mount_point"]}
+                   for e in results if e["verdict"] != "refused"},
     }
 
 
@@ -291,6 +473,10 @@ def main():
             "label": {"type": "str", "required": True},
             "md_name": {"type": "str", "required": True},
             "mount_point": {"type": "path", "required": True},
+            "fstype": {"type": "str", "choices": sorted(LABEL_MAX), "default": "xfs"},
+            "mkfs_opts": {"type": "str", "default": ""},
+            "mount_opts": {"type": "str", "default": "defaults"},
+            "state_file": {"type": "path", "required": True},
         },
         supports_check_mode=True,
     )
