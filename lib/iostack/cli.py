@@ -43,18 +43,69 @@ def cmd_spack(args):
 
 
 def cmd_deploy(args):
-    from iostack import deploy
+    from iostack import deploy, nightly, releases
 
     site = sites.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
-    deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache))
-    if args.skip_regression:
-        return 0
-    from iostack import nightly
 
-    # the same run as the nightly: session extras, results DB, zero-test-case check
-    return nightly.run(site, site, root, extra=args.reframe_args, mode=args.mode)
+    def regression(tree, extras):
+        # the same run as the nightly: session extras, results DB, zero-test-case check
+        return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode)
+
+    try:
+        return deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache),
+                             None if args.skip_regression else regression,
+                             switch=not args.no_switch)
+    except releases.ReleaseError as e:
+        die(str(e), rc=1)
+
+
+def cmd_releases(args):
+    from iostack import releases
+
+    site = sites.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    try:
+        if not releases.listing(root):
+            print(f"iostack: no releases in {releases.releases_dir(root)}: "
+                  f"bin/iostack deploy --site {site} makes one")
+            return 0
+        print(releases.table(root))
+    except releases.ReleaseError as e:
+        die(str(e), rc=1)
+    return 0
+
+
+def cmd_switch(args):
+    from iostack import releases
+
+    site = sites.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    try:
+        old, seconds = releases.switch(root, args.release, force=args.force)
+    except releases.ReleaseError as e:
+        die(str(e), rc=1)
+    print(f"iostack: current: {old or '(none)'} -> {args.release} ({seconds * 1000:.1f} ms)")
+    return 0
+
+
+def cmd_prune(args):
+    from iostack import releases
+
+    site = sites.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    if not (args.keep_installs or args.dry_run):
+        _spack_or_die()
+    try:
+        gone, kept = releases.prune(root, args.keep, dry_run=args.dry_run,
+                                    garbage=not args.keep_installs)
+    except releases.ReleaseError as e:
+        die(str(e), rc=1)
+    what = "would remove" if args.dry_run else "removed"
+    print(f"iostack: {what} {len(gone)} release(s): {', '.join(gone) or 'none'}; "
+          f"kept {len(kept)}: {', '.join(kept)}")
+    return 0
 
 
 def cmd_mirror_create(args):
@@ -93,10 +144,14 @@ def cmd_bundle(args):
 def cmd_nightly(args):
     from iostack import nightly
 
+    from iostack import releases
+
     site = sites.check_site(args.site)
-    root = paths.deploy_root(site, args.root)
-    return nightly.run(site, args.system or site, root, extra=args.reframe_args, mode=args.mode,
-                       local_slurm=args.local_slurm)
+    # a deployment with releases: the current one (resolved: a switch does not move the run)
+    tree = releases.tree_under_test(paths.deploy_root(site, args.root))
+    return nightly.run(site, args.system or site, tree,
+                       extra=[*releases.session_extras(tree), *args.reframe_args],
+                       mode=args.mode, local_slurm=args.local_slurm)
 
 
 def cmd_cluster(args):
@@ -201,8 +256,32 @@ def parser():
                    help="install from this signed build cache only (trusting the keys it "
                         "ships), building nothing")
     p.add_argument("--mode", default="nightly", help="ReFrame mode of the regression (nightly, weekly)")
+    p.add_argument("--no-switch", action="store_true",
+                   help="build and validate the release, but leave `current` where it is")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_deploy)
+
+    p = sub.add_parser("releases", help="a deployment's releases: id, commit, lock, date, "
+                                        "regression verdict, which is current")
+    site_args(p)
+    p.set_defaults(func=cmd_releases)
+
+    p = sub.add_parser("switch", help="make a release current (also an older one: rollback)")
+    site_args(p)
+    p.add_argument("release", help="release id (bin/iostack releases lists them)")
+    p.add_argument("--force", action="store_true",
+                   help="switch even to a release whose regression did not pass")
+    p.set_defaults(func=cmd_switch)
+
+    p = sub.add_parser("prune", help="remove old releases (never the current one or the one "
+                                     "before it) and the installs no remaining release uses")
+    site_args(p)
+    p.add_argument("--keep", type=int, required=True, metavar="N",
+                   help="keep the N newest releases, besides the current and previous ones")
+    p.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
+    p.add_argument("--keep-installs", action="store_true",
+                   help="remove release trees only, no `spack gc` of the install tree")
+    p.set_defaults(func=cmd_prune)
 
     p = sub.add_parser("nightly", help="run a site's ReFrame regression")
     site_args(p)

@@ -41,16 +41,22 @@ def lmod_cmd():
 
 
 def environment(root_dir: pathlib.Path) -> dict:
+    from iostack import releases
+
     modulepath = str(root_dir / "modulefiles" / "Core")
     if os.environ.get("MODULEPATH"):
         modulepath += ":" + os.environ["MODULEPATH"]
-    return {
+    env = {
         "LMOD_CMD": lmod_cmd(),
         "MODULEPATH": modulepath,
         "IOSTACK_RFM_STATE": root_dir / "reframe",
         # the deployment the checks test (the smoke check looks for its module tree)
         "IOSTACK_ROOT": root_dir,
     }
+    # a release's sessions go in its deployment's one results DB, beside the other releases'
+    if releases.results_db(root_dir):
+        env["RFM_SQLITE_DB_FILE"] = releases.results_db(root_dir)
+    return env
 
 
 def command(system: str, root_dir: pathlib.Path, mode=None) -> list:

@@ -64,8 +64,9 @@ def locate() -> tuple[pathlib.Path, pathlib.Path]:
     return root, pkgs
 
 
-def environment(root_dir: pathlib.Path) -> dict:
-    """Variables every spack call gets; the site configs refer to the IOSTACK_* ones."""
+def environment(root_dir: pathlib.Path, release: pathlib.Path | None = None) -> dict:
+    """Variables every spack call gets; the site configs refer to the IOSTACK_* ones.
+    `release`: the release being built (its environment and module tree; see releases.py)."""
     spack_root, pkgs = locate()
     venv_bin = paths.venv() / "bin"
     return {
@@ -79,6 +80,7 @@ def environment(root_dir: pathlib.Path) -> dict:
         # spack-env/common/mirrors.yaml includes the mirrors set-up registered there
         "IOSTACK_SPACK_CONFIG": bundle.registered_mirrors_file().parent,
         "IOSTACK_ROOT": root_dir,
+        "IOSTACK_RELEASE": release or root_dir,
         "IOSTACK_REPO": paths.REPO,
         "IOSTACK_SPACK_PACKAGES": pkgs,
     }
@@ -101,11 +103,11 @@ def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
     return dest / "sites" / site
 
 
-def spack(args, root_dir, site=None, **kw):
-    env = environment(root_dir)
+def spack(args, root_dir, site=None, release=None, **kw):
+    env = environment(root_dir, release)
     cmd = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
     if site:
-        cmd += ["-e", deployed_env(site, root_dir)]
+        cmd += ["-e", deployed_env(site, release or root_dir)]
     return run(cmd + list(args), env_extra=env, **kw)
 
 
@@ -144,9 +146,9 @@ def error_line(stderr: str) -> str:
     return " ".join(first) + (f" (build log: {log.group(1)})" if log else "")
 
 
-def checked(args, root_dir, site=None, what="spack"):
+def checked(args, root_dir, site=None, what="spack", release=None):
     """Run spack; on failure, stop with one line: what failed and Spack's reason."""
-    proc = spack(args, root_dir, site=site, check=False, capture_stderr=True)
+    proc = spack(args, root_dir, site=site, release=release, check=False, capture_stderr=True)
     if proc.returncode != 0:
         die(f"{what} failed: {error_line(proc.stderr)}", rc=1)
     return proc

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pathlib
 
 from iostack import paths
@@ -55,6 +56,13 @@ class RootSpec:
 
 
 def lock_path(site: str) -> pathlib.Path:
+    """The site's committed spack.lock; in a release's regression (IOSTACK_ROOT is the
+    release, lib/iostack/releases.py) the lock that release was built from."""
+    from iostack import releases
+
+    tree = pathlib.Path(os.environ.get("IOSTACK_ROOT") or "/")
+    if releases.is_release(tree) and (tree / releases.LOCK).is_file():
+        return tree / releases.LOCK
     return SITES / site / "spack.lock"
 
 

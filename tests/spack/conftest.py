@@ -96,10 +96,14 @@ def installed_prefixes(root: pathlib.Path) -> list[str]:
 
 @pytest.fixture(scope="session")
 def local_deploy(tmp_path_factory, timings):
-    """`local` deployed from source into a fresh root: (root, the deploy's Run)."""
+    """`local` deployed from source into a fresh root, its release made current:
+    (root, the deploy's Run)."""
     root = tmp_path_factory.mktemp("local-from-source")
     run = iostack("deploy", "--site", "local", "--root", root, "--skip-regression")
     assert run.returncode == 0, run.error_lines
+    # untested releases are never made current by deploy; the tests run the checks
+    (release,) = (root / "releases").glob("2*")
+    assert iostack("switch", "--root", root, release.name, "--force").returncode == 0
     timings["deploy local, cold (from source)"] = run.seconds
     for package, total in sorted(build_times(run.output).items()):
         timings[f"  build {package}"] = total

@@ -34,8 +34,8 @@ def test_deploy_builds_the_stack_from_source_and_nothing_else(local_deploy):
     # every node Spack did not build is a Debian external
     externals = {s["name"] for s in lock["concrete_specs"].values() if s.get("external")}
     assert externals | LOCAL_BUILT | {"io500", "netcdf-output-bench"} >= set(versions)
-    # Spack wrote into the deployment's copy of the environment, never into the checkout
-    assert (root / "spack-env" / "sites" / "local" / ".spack-env").is_dir()
+    # Spack wrote into the release's copy of the environment, never into the checkout
+    assert (root / "current" / "spack-env" / "sites" / "local" / ".spack-env").is_dir()
     clean = subprocess.run(["git", "status", "--porcelain", "spack-env"], cwd=paths.REPO,
                            capture_output=True, text=True).stdout
     assert clean == ""
@@ -63,7 +63,7 @@ def lmod(script: str) -> subprocess.CompletedProcess:
 
 def test_modules_load_clean_and_debian_fdb_stays_beside(local_deploy):
     root, _ = local_deploy
-    core = root / "modulefiles" / "Core"
+    core = root / "current" / "modulefiles" / "Core"
     out = lmod(f"module use {core} && module load openmpi fdb ior io500 nvme-stage && "
                "fdb-info --version && ior --version && command -v io500 && "
                "nvme-stage --version && /usr/bin/fdb-info --version")
@@ -94,7 +94,7 @@ def spack_stack_nightly(local_deploy, timings):
                   "-n", "IO500Check", "-n", "IorLayoutCheck", "-n", "MdtestScalingCheck",
                   "-n", "StackSmokeCheck")
     timings["nightly checks on the Spack stack (local)"] = run.seconds
-    reports = sorted((root / "reframe" / "reports").glob("run-report-*.json"),
+    reports = sorted((root / "current" / "reframe" / "reports").glob("run-report-*.json"),
                      key=os.path.getmtime)
     return run, json.loads(reports[-1].read_text())
 

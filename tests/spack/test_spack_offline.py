@@ -214,8 +214,7 @@ ip link set lo up
 echo "links: $(ip -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')"
 cd "$BUNDLE/iostack"
 bin/iostack setup --spack-bundle "$BUNDLE"
-bin/iostack deploy --site local --root "$ROOT" --skip-regression
-bin/iostack nightly --site local --root "$ROOT" -- -S valid_prog_environs=stack \
+bin/iostack deploy --site local --root "$ROOT" -- -S valid_prog_environs=stack \
     -n FdbBitIdentityCheck -n FdbCrossVersionCheck -n StackSmokeCheck
 """
 
