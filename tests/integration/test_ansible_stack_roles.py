@@ -1,7 +1,8 @@
 """lmod, spack_stack and reframe_nightly roles on this node.
 
 - lmod: the distribution's Lmod (already installed by set-up) finds a
-  modulefile from <iostack_root>/modulefiles/Core through the profile script.
+  modulefile from <iostack_root>/current/modulefiles/Core through the profile
+  script, and reads the release's spider cache through LMOD_RC.
 - spack_stack: local git repositories tagged v1.1.0 / v2025.11.0 stand in
   for github.com/spack/{spack,spack-packages} (no network in CI), their commits standing
   in for the pinned ones; a stand-in bin/iostack records how deploy is called. With the
@@ -58,25 +59,46 @@ printf '%s %s\\n' "$SPACK_ROOT" "$IOSTACK_SPACK_PACKAGES" >> "$IOSTACK_TEST_LOG.
 
 # --- lmod -------------------------------------------------------------------------
 
-def test_lmod_modulepath_reaches_the_stack_tree(venv_bin, tmp_path):
+def test_lmod_puts_the_current_release_and_its_spider_cache_in_login_shells(venv_bin, tmp_path):
+    """MODULEPATH names <root>/current/modulefiles/Core; LMOD_RC names an lmodrc.lua whose
+    cache Lmod reads: a module added after the cache was written is missing from `module
+    spider` with the cache and present without it."""
+    from iostack import lmodcache
+
     init = pathlib.Path("/usr/share/lmod/lmod/init/bash")
-    if not init.exists():
+    if not init.exists() or lmodcache.libexec() is None:
         pytest.skip("Lmod is not installed (apt package lmod)")
     root = tmp_path / "root"
-    (root / "modulefiles/Core/iostack-hello").mkdir(parents=True)
-    (root / "modulefiles/Core/iostack-hello/1.0.lua").write_text('whatis("iostack test module")\n')
+    release = root / "releases" / "r1"
+    (release / "modulefiles/Core/iostack-hello").mkdir(parents=True)
+    (release / "modulefiles/Core/iostack-hello/1.0.lua").write_text('whatis("iostack test module")\n')
+    (root / "current").symlink_to("releases/r1")
+    lmodcache.generate(release, root / "current" / "modulefiles" / "Core")
+    (release / "modulefiles/Core/iostack-late").mkdir()
+    (release / "modulefiles/Core/iostack-late/1.0.lua").write_text('whatis("added after the cache")\n')
     script = tmp_path / "profile.d/iostack-modules.sh"
-    role_vars = {"iostack_root": str(root), "lmod_profile_script": str(script)}
+    rc_file = tmp_path / "etc-lmod/iostack-lmodrc.lua"
+    role_vars = {"iostack_root": str(root), "lmod_profile_script": str(script),
+                 "lmod_rc_file": str(rc_file)}
 
     first = run_role(venv_bin, "lmod", role_vars, tmp_path, gather=True)
     assert first.rc == 0, first.explain()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE", "_ModuleTable"))}
     out = subprocess.run(["bash", "--norc", "--noprofile", "-c",
                           f"source {init} && source {script} && source {script} && "
-                          "echo MODULEPATH=$MODULEPATH && module -t avail 2>&1"],
-                         capture_output=True, text=True, check=True).stdout
-    modulepath = next(line for line in out.splitlines() if line.startswith("MODULEPATH="))
-    assert modulepath.split("=", 1)[1].split(":").count(str(root / "modulefiles/Core")) == 1
-    assert "iostack-hello/1.0" in out
+                          "echo MODULEPATH=$MODULEPATH && echo LMOD_RC=$LMOD_RC && "
+                          "module -t avail 2>&1 && echo SPIDER && module spider 2>&1 && "
+                          "echo NOCACHE && LMOD_IGNORE_CACHE=1 module spider 2>&1"],
+                         capture_output=True, text=True, check=True, env=env).stdout
+    value = {line.split("=", 1)[0]: line.split("=", 1)[1] for line in out.splitlines()
+             if line.startswith(("MODULEPATH=", "LMOD_RC="))}
+    assert value["MODULEPATH"].split(":").count(str(root / "current/modulefiles/Core")) == 1
+    assert value["LMOD_RC"].split(":").count(str(rc_file)) == 1
+    listing, spider, nocache = out.split("\nSPIDER\n")[0], *out.split("\nSPIDER\n")[1].split("\nNOCACHE\n")
+    assert "iostack-hello/1.0" in listing
+    assert "iostack-hello" in spider and "iostack-late" not in spider  # read from the cache
+    assert "iostack-hello" in nocache and "iostack-late" in nocache
+    assert f'dir = "{root}/current/lmod/cache"' in rc_file.read_text()
 
     second = run_role(venv_bin, "lmod", role_vars, tmp_path, gather=True)
     assert second.rc == 0, second.explain()
@@ -126,14 +148,22 @@ def test_spack_stack_clones_pins_configures_and_deploys_once(stack_sources, venv
     mirrors = yaml.safe_load((root / "iostack-cache/spack-config/mirrors.yaml").read_text())["mirrors"]
     assert mirrors["site-cache"] == {"url": "file:///srv/buildcache", "signed": False, "source": False, "binary": True}
     assert mirrors["sources"]["url"] == "https://mirror.example.org/spack"
-    assert log.with_suffix(".args").read_text().splitlines() == [f"deploy --site local --root {root}"]
-    assert log.with_suffix(".env").read_text().split() == [str(root / "spack"), str(root / "spack-packages")]
+    assert log.with_suffix(".args").read_text().splitlines() == [
+        f"deploy --site local --root {root}", f"releases --site local --root {root}"]
+    assert log.with_suffix(".env").read_text().split()[:2] == [str(root / "spack"), str(root / "spack-packages")]
 
     second = run_role(venv_bin, "spack_stack", stack_sources, tmp_path)
     assert second.rc == 0, second.explain()
     assert second.changed == 0, second.changed_tasks()
-    assert len(log.with_suffix(".args").read_text().splitlines()) == 1
+    calls = log.with_suffix(".args").read_text().splitlines()
+    assert [c for c in calls if c.startswith("deploy")] == [f"deploy --site local --root {root}"]
     assert "up to date, not running" in second.messages()
+
+    third = run_role(venv_bin, "spack_stack", {**stack_sources, "spack_stack_switch": False,
+                                               "spack_stack_force_deploy": True}, tmp_path)
+    assert third.rc == 0, third.explain()
+    calls = log.with_suffix(".args").read_text().splitlines()
+    assert calls[-2] == f"deploy --site local --root {root} --no-switch"
 
 
 def test_spack_stack_refuses_a_checkout_that_is_not_the_pinned_commit(stack_sources, venv_bin,
