@@ -1,0 +1,149 @@
+"""Releases under real Lmod: jobs loading modules from `current` while it is switched back
+and forth, and the spider cache each release carries (lib/iostack/releases.py,
+lib/iostack/lmodcache.py). Trees are generated like Spack's (Core / compiler / MPI, the
+lower levels unlocked by absolute release paths); the spack tier deploys real ones."""
+import json
+import os
+import pathlib
+import subprocess
+import threading
+
+import pytest
+
+from iostack import lmodcache, releases
+
+LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
+pytestmark = pytest.mark.skipif(lmodcache.libexec() is None or not os.path.exists(LMOD_INIT),
+                                reason="Lmod not installed (apt: lmod)")
+
+
+def clean_env(**extra):
+    return {**lmodcache.clean_env(), **extra}
+
+
+def make_release(root: pathlib.Path, rid: str, modules: int = 60) -> pathlib.Path:
+    """A passed release: a generated hierarchy plus `tool`, whose program prints the
+    release id, and its spider cache as deploy writes it."""
+    path = root / "releases" / rid
+    lmodcache.synthetic_tree(path / "modulefiles", modules)
+    (path / "bin").mkdir(parents=True)
+    tool = path / "bin" / "tool"
+    tool.write_text(f"#!/bin/sh\necho {rid}\n")
+    tool.chmod(0o755)
+    (path / "modulefiles" / "Core" / "tool").mkdir()
+    (path / "modulefiles" / "Core" / "tool" / "1.0.lua").write_text(
+        f'prepend_path("PATH", "{path / "bin"}")\n')
+    lmodcache.generate(path, root / "current" / "modulefiles" / "Core")
+    (path / "release.json").write_text(json.dumps({
+        "id": rid, "regression": releases.PASSED, "created": rid[:15],
+        "modulefiles_sha256": releases.tree_digest(path / "modulefiles")}))
+    return path
+
+
+def lmod(args, root, **env):
+    """Lmod's own command (what `module` evals); its listing goes to stderr."""
+    cmd = [str(lmodcache.libexec() / "lmod"), "bash", *args]
+    env = clean_env(MODULEPATH=str(root / "current" / "modulefiles" / "Core"),
+                    HOME=str(root / "home"), TERM="dumb", **env)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stderr
+
+
+def test_a_release_spider_cache_is_what_a_walk_through_current_gives(tmp_path):
+    rel = make_release(tmp_path, "20250101T000000Z-aaaa-1111", modules=200)
+    releases.switch(tmp_path, rel.name)
+    walked = subprocess.run([str(lmodcache.libexec() / "spider"), "-o", "spiderT",
+                             str(tmp_path / "current" / "modulefiles" / "Core")],
+                            capture_output=True, text=True, check=True, env=clean_env()).stdout
+    cached = (rel / "lmod" / "cache" / "spiderT.lua").read_text()
+    assert cached == walked
+    assert str(rel / "modulefiles" / "gcc") in cached  # lower levels: the release's own paths
+    assert f'"{rel}/modulefiles/Core' not in cached
+
+
+def test_lmod_reads_the_cache_and_lists_the_same_modules_as_a_walk(tmp_path):
+    rel = make_release(tmp_path, "20250101T000000Z-aaaa-1111")
+    releases.switch(tmp_path, rel.name)
+    rc = tmp_path / "lmodrc.lua"
+    rc.write_text(lmodcache.rc_text(tmp_path / "current" / "lmod" / "cache",
+                                    tmp_path / "current" / "lmod" / "timestamp"))
+    (tmp_path / "home").mkdir()
+    for sub in ("avail", "spider"):
+        assert lmod([sub], tmp_path, LMOD_RC=str(rc)) == lmod([sub], tmp_path, LMOD_IGNORE_CACHE="1")
+    assert "plib0000" in lmod(["spider"], tmp_path, LMOD_RC=str(rc))  # the MPI level is in it
+    # the cache, not a walk, answers: a module written after it is not listed with it
+    late = rel / "modulefiles" / "Core" / "late" / "1.0.lua"
+    late.parent.mkdir()
+    late.write_text('whatis("late")\n')
+    assert "late" not in lmod(["spider"], tmp_path, LMOD_RC=str(rc))
+    assert "late" in lmod(["spider"], tmp_path, LMOD_IGNORE_CACHE="1")
+
+
+JOB = """source {init}
+module use {root}/current/modulefiles/Core
+while [ ! -e {stop} ]; do
+    out=$( (module purge && module load tool && tool) 2>&1 )
+    case "$out" in
+        *-aaaa-*|*-bbbb-*) echo "ok $out" ;;
+        *) echo "FAIL $out" | tr '\\n' ' '; echo ;;
+    esac
+done
+"""
+
+
+def test_jobs_loading_from_current_never_fail_while_it_is_switched(tmp_path):
+    """Two jobs load and run a module in a loop while `current` flips between two releases
+    as fast as switch goes; every load finds a whole tree."""
+    ids = ["20250101T000000Z-aaaa-1111", "20250102T000000Z-bbbb-2222"]
+    for rid in ids:
+        make_release(tmp_path, rid, modules=30)
+    releases.switch(tmp_path, ids[0])
+    stop = tmp_path / "stop"
+    logs = [tmp_path / f"job{i}.log" for i in range(2)]
+    outputs = [open(log, "w") for log in logs]  # noqa: SIM115 (closed below)
+    jobs = [subprocess.Popen(["bash", "--noprofile", "--norc", "-c",
+                              JOB.format(init=LMOD_INIT, root=tmp_path, stop=stop)],
+                             stdout=output, stderr=subprocess.STDOUT, env=clean_env())
+            for output in outputs]
+    switches = 0
+
+    def flip():
+        nonlocal switches
+        while not stop.exists():
+            releases.switch(tmp_path, ids[(switches + 1) % 2])
+            switches += 1
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        deadline = 40
+        while deadline > 0 and min(len(log.read_text().splitlines()) for log in logs) < 15:
+            threading.Event().wait(1)
+            deadline -= 1
+    finally:
+        stop.touch()
+        flipper.join()
+        for job, output in zip(jobs, outputs, strict=True):
+            job.wait(timeout=60)
+            output.close()
+    lines = [line for log in logs for line in log.read_text().splitlines()]
+    assert len(lines) >= 30 and switches > 30
+    assert [line for line in lines if not line.startswith("ok ")] == []
+    assert {line.split()[1] for line in lines} == set(ids)  # both trees were seen
+
+
+def test_the_timing_harness_times_both_commands_with_and_without_the_cache(tmp_path):
+    out = tmp_path / "rows.json"
+    p = subprocess.run(["python3", "-m", "iostack.lmodcache", "bench", "--generated", "120",
+                        "--runs", "2", "--json", str(out)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(pathlib.Path(releases.__file__).parents[1])})
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(out.read_text())
+    assert [r["command"] for r in rows] == ["avail (cache)", "avail (no cache)",
+                                            "spider (cache)", "spider (no cache)"]
+    assert all(r["tree"] == "generated" and 100 <= r["modules"] <= 140 and r["runs"] == 2
+               and 0 < r["min_s"] <= r["median_s"] <= r["max_s"] for r in rows)
+    assert p.stdout.splitlines()[0].split()[:3] == ["tree", "modules", "command"]
+    bad = subprocess.run(["python3", "-m", "iostack.lmodcache", "bench", "--root", str(tmp_path)],
+                         capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(pathlib.Path(releases.__file__).parents[1])})
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no spider cache" in bad.stderr
