@@ -89,3 +89,11 @@ def test_retries_count_once_with_their_last_attempt():
                   {"testcases": [case("A", 2, {}, result="pass")]}]}
     (only,) = results.last_attempts(s).values()
     assert only["result"] == "pass"
+
+
+def test_band_reads_as_words_with_its_unit():
+    assert report.band_text(90.0, 120.0, "MiB/s") == "90 to 120 MiB/s"
+    assert report.band_text(0.15, None, "ratio") == "at least 0.15 ratio"
+    assert report.band_text(None, 5.0, "s") == "at most 5 s"
+    assert report.band_text(None, None) == "not checked"
+    assert report.band_text(1.0, 2.0, "s", no_baseline=True).startswith("no baseline recorded")
