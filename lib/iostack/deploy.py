@@ -89,8 +89,13 @@ def build(site: str, root: pathlib.Path, release: releases.Release,
         spack.checked(["install", "--fail-fast", "--use-buildcache", "only"], root, site=site,
                       release=rel, what=f"installing site {site} from the build cache {buildcache}")
     else:
-        spack.checked(["fetch", "--missing"], root, site=site, release=rel,
-                      what=f"fetching the sources of site {site}")
+        fetch = spack.spack(["fetch", "--missing"], root, site=site, release=rel, check=False,
+                            capture_stderr=True)
+        # Spack fails the fetch of an environment whose specs are all installed (a release
+        # of a lock an earlier release installed): nothing to fetch, go on
+        if fetch.returncode and "No uninstalled specs" not in fetch.stderr:
+            die(f"fetching the sources of site {site} failed: {spack.error_line(fetch.stderr)}",
+                rc=1)
         spack.checked(["install", "--fail-fast"], root, site=site, release=rel,
                       what=f"installing site {site}")
     spack.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,

@@ -136,7 +136,8 @@ def record(release: Release, **fields) -> None:
 @contextlib.contextmanager
 def locked(root: pathlib.Path):
     """Serialise what changes the set of releases or `current` (create, switch, prune)."""
-    releases_dir(root).mkdir(parents=True, exist_ok=True)
+    if not releases_dir(root).is_dir():
+        raise ReleaseError(f"no releases in {releases_dir(root)}")
     with open(releases_dir(root) / ".lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
@@ -146,6 +147,7 @@ def create(root: pathlib.Path, site: str, commit: str, lock: pathlib.Path) -> Re
     """A new, empty release named by now, the commit and the lock; its lock copied in."""
     lock_bytes = lock.read_bytes() if lock.is_file() else b""
     lock_sha256 = hashlib.sha256(lock_bytes).hexdigest() if lock_bytes else "none"
+    releases_dir(root).mkdir(parents=True, exist_ok=True)
     with locked(root):
         while True:  # two deploys of one commit and lock in one second: the later waits
             now = datetime.datetime.now(datetime.timezone.utc)

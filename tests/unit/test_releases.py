@@ -247,3 +247,47 @@ def test_deploy_records_a_build_failure(monkeypatch, fake_build):
     (only,) = releases.listing(fake_build)
     assert only.verdict == releases.BUILD_FAILED
     assert releases.current(fake_build) is None
+
+
+# --- the commands: one line and a non-zero exit on bad input, nothing changed -------------
+
+def iostack(*args):
+    import subprocess
+
+    from iostack import paths
+    return subprocess.run([str(paths.REPO / "bin" / "iostack"), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_commands_refuse_bad_input_in_one_line(tmp_path):
+    make_release(tmp_path, IDS[0])
+    make_release(tmp_path, IDS[1], verdict=releases.FAILED)
+    releases.switch(tmp_path, IDS[0])
+    for args, message in [
+        (("switch", "--root", tmp_path, "nope"), "no release 'nope'"),
+        (("switch", "--root", tmp_path, IDS[1]), "regression failed"),
+        (("prune", "--root", tmp_path, "--keep", "-1", "--keep-installs"), "--keep must be 0 or more"),
+        (("releases", "--site", "atlantis", "--root", tmp_path), "unknown site 'atlantis'"),
+    ]:
+        p = iostack(*args)
+        assert p.returncode in (1, 2) and message in p.stderr, (args, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert releases.current(tmp_path) == IDS[0]
+    assert len(releases.listing(tmp_path)) == 2
+
+
+def test_commands_list_switch_and_prune(tmp_path):
+    assert "no releases in" in iostack("releases", "--root", tmp_path).stdout
+    for rid in IDS[:3]:
+        make_release(tmp_path, rid)
+    p = iostack("switch", "--root", tmp_path, IDS[2])
+    assert p.returncode == 0 and f"(none) -> {IDS[2]}" in p.stdout
+    listing = iostack("releases", "--root", tmp_path).stdout.splitlines()
+    assert len(listing) == 4 and listing[3].split()[:2] == ["*", IDS[2]]
+    # IDS[1] is the one before the current (no switch history: the newest older passed one)
+    p = iostack("prune", "--root", tmp_path, "--keep", "0", "--dry-run")
+    assert f"would remove 1 release(s): {IDS[0]}; kept 2: {IDS[1]}, {IDS[2]}" in p.stdout
+    assert len(releases.listing(tmp_path)) == 3
+    p = iostack("prune", "--root", tmp_path, "--keep", "0", "--keep-installs")
+    assert p.returncode == 0 and f"removed 1 release(s): {IDS[0]}" in p.stdout
+    assert [r.id for r in releases.listing(tmp_path)] == IDS[1:3]
