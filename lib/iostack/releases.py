@@ -329,7 +329,9 @@ def collect_garbage(root: pathlib.Path, kept: list[Release]) -> None:
     if not envs:
         print("iostack: note: installs left alone: no remaining environment says what to keep")
         return
-    spack.checked(["gc", "-y", "-b", *[a for e in envs for a in ("-e", e)]], root,
+    # the first environment is active for its configuration only (the install tree is
+    # <root>/opt there, not Spack's default); with -e given, gc keeps what they all need
+    spack.checked(["-e", envs[0], "gc", "-y", "-b", *[a for e in envs for a in ("-e", e)]], root,
                   what="removing the installs no remaining release uses")
 
 

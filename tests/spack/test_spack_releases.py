@@ -1,0 +1,230 @@
+"""Releases with real Spack, ReFrame and Lmod: three deploys of a stand-in for site `local`.
+
+The stand-in is a copy of this checkout whose `local` environment lists a subset of the
+committed local lock's roots, with that subset of the lock (a subset of a unified
+concretization is one), so nothing is concretized and Spack builds only what takes seconds:
+  1. nvme-stage and netcdf-output-bench, with a module policy that renames nvme-stage's
+     module: the regression (the stack smoke check) fails, as `module load
+     nvme-stage/1.0.0` would for users;
+  2. nvme-stage: passes, becomes current;
+  3. the same stack with a changed meta-module: passes, becomes current while a job loads
+     modules from `current` in a loop.
+Then: switching back restores release 2's module tree byte for byte, and prune removes
+release 1 and, through `spack gc`, netcdf-output-bench, which only release 1 used, while
+every install of the current release stays.
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from iostack import paths, releases
+
+LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
+STANDIN = """# test stand-in for site local (tests/spack/test_spack_releases.py)
+spack:
+  include:
+  - packages.yaml
+  - modules.yaml
+  - ../../common/repos.yaml
+  - ../../common/mirrors.yaml
+  - ../../common/config.yaml
+  - ../../common/concretizer.yaml
+  - ../../common/modules.yaml
+  specs: {specs}
+  view: false
+"""
+# a module policy change that renames nvme-stage's module: users' (and the smoke check's)
+# `module load nvme-stage/1.0.0` no longer finds it
+RENAMED = """modules:
+  default:
+    lmod:
+      projections:
+        nvme-stage: '{name}/{version}-renamed'
+"""
+GIT = ["git", "-c", "user.name=iostack-test", "-c", "user.email=test@iostack.invalid"]
+
+
+def subset_lock(lock: dict, specs: list[str]) -> dict:
+    """The lock's roots named in `specs` and every node they depend on."""
+    roots = [r for r in lock["roots"] if r["spec"] in specs]
+    assert sorted(r["spec"] for r in roots) == sorted(specs), "roots missing from local's lock"
+    keep, todo = set(), [r["hash"] for r in roots]
+    while todo:
+        h = todo.pop()
+        if h not in keep:
+            keep.add(h)
+            todo += [d["hash"] for d in lock["concrete_specs"][h].get("dependencies", [])]
+    return {**lock, "roots": roots,
+            "concrete_specs": {h: s for h, s in lock["concrete_specs"].items() if h in keep}}
+
+
+def commit(repo: pathlib.Path, message: str) -> None:
+    subprocess.run([*GIT, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "commit", "-q", "-m", message], check=True)
+
+
+def set_stack(repo: pathlib.Path, specs: list[str], renamed: bool = False) -> None:
+    site = repo / "spack-env" / "sites" / "local"
+    lock = json.loads((paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text())
+    manifest = STANDIN.format(specs=json.dumps(specs))
+    (site / "renamed.yaml").write_text(RENAMED)
+    if renamed:
+        manifest = manifest.replace("  include:\n", "  include:\n  - renamed.yaml\n")
+    (site / "spack.yaml").write_text(manifest)
+    (site / "spack.lock").write_text(json.dumps(subset_lock(lock, specs), indent=1, sort_keys=True))
+
+
+def iostack(repo, *args, timeout=3600):
+    start = time.monotonic()
+    p = subprocess.run([str(repo / "bin" / "iostack"), *map(str, args)], capture_output=True,
+                       text=True, timeout=timeout, env={**os.environ, "IOSTACK_VENV": str(paths.venv())})
+    print(f"$ iostack {' '.join(map(str, args))}  ({time.monotonic() - start:.0f} s, rc {p.returncode})")
+    print(p.stdout[-5000:], p.stderr[-3000:])
+    return p
+
+
+JOB = """source {init}
+module use {root}/current/modulefiles/Core
+module load nvme-stage
+early=$(command -v nvme-stage)
+while [ ! -e {stop} ]; do
+    rel=$(readlink {root}/current)
+    out=$( (module purge && module load nvme-stage && nvme-stage --version) 2>&1 )
+    case "$out" in
+        *"nvme-stage 1.0.0"*) echo "ok $rel" ;;
+        *) echo "FAIL $rel: $out" | tr '\\n' ' '; echo ;;
+    esac
+done
+"$early" --version >/dev/null && echo "loaded before: ok"
+"""
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    if not os.path.exists(LMOD_INIT):
+        pytest.skip("Lmod not installed (apt: lmod)")
+    base = tmp_path_factory.mktemp("releases")
+    repo, root = base / "repo", base / "root"
+    files = subprocess.run(["git", "-C", str(paths.REPO), "ls-files", "-co", "--exclude-standard"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        if (paths.REPO / f).is_file() and not f.startswith("deploy/"):
+            (repo / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(paths.REPO / f, repo / f)
+    subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
+    regression = ["--", "-n", "StackSmokeCheck"]
+    out = {}
+
+    set_stack(repo, ["nvme-stage", "netcdf-output-bench"], renamed=True)
+    commit(repo, "stand-in 1: nvme-stage, netcdf-output-bench, nvme-stage's module renamed")
+    out["deploy1"] = iostack(repo, "deploy", "--root", root, *regression)
+    (out["r1"],) = [r.id for r in releases.listing(root)]
+
+    set_stack(repo, ["nvme-stage"])
+    commit(repo, "stand-in 2: nvme-stage")
+    out["deploy2"] = iostack(repo, "deploy", "--root", root, *regression)
+    out["r2"] = releases.current(root)
+    out["digest2"] = releases.tree_digest(root / "current" / "modulefiles")
+
+    meta = repo / "modulefiles" / "openifs-env" / "0.0.3.lua"
+    meta.write_text(meta.read_text() + "-- changed for release 3\n")
+    commit(repo, "stand-in 3: a meta-module changes")
+    stop = base / "stop-job"
+    job_log = base / "job.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE", "_ModuleTable"))}
+    with open(job_log, "w") as log:
+        job = subprocess.Popen(["bash", "--noprofile", "--norc", "-c",
+                                JOB.format(init=LMOD_INIT, root=root, stop=stop)],
+                               stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            out["deploy3"] = iostack(repo, "deploy", "--root", root, *regression)
+            time.sleep(3)  # let the job load from the new release too
+        finally:
+            stop.touch()
+            job.wait(timeout=120)
+    out["r3"] = releases.current(root)
+    out["job"] = job_log.read_text().splitlines()
+    return repo, root, out
+
+
+def test_a_release_whose_regression_fails_stays_but_is_never_current(deployed):
+    repo, root, out = deployed
+    assert out["deploy1"].returncode != 0
+    assert "FAILED its regression" in out["deploy1"].stdout
+    r1 = releases.find(root, out["r1"])
+    assert r1.verdict == releases.FAILED
+    # the failure is the smoke check's: nvme-stage/1.0.0 did not load
+    (report,) = (r1.path / "reframe" / "reports").glob("run-report-*.json")
+    failed = [tc["name"] for run in json.loads(report.read_text())["runs"][-1:]
+              for tc in run["testcases"] if tc["result"] == "fail"]
+    assert failed and all("nvme-stage" in name for name in failed)
+    assert (r1.modulefiles / "Core" / "nvme-stage" / "1.0.0-renamed.lua").is_file()
+    assert out["r1"] not in [h["to"] for h in releases.history(root)]
+    assert out["deploy2"].returncode == 0 and out["deploy3"].returncode == 0
+    assert len({out["r1"], out["r2"], out["r3"]}) == 3
+
+    listing = iostack(repo, "releases", "--root", root).stdout.splitlines()
+    rows = {line.split()[1] if line.startswith("*") else line.split()[0]: line for line in listing[1:]}
+    assert "failed" in rows[out["r1"]]
+    assert rows[out["r2"]].rstrip().endswith("previous")
+    assert rows[out["r3"]].startswith("*") and rows[out["r3"]].rstrip().endswith("current")
+
+
+def test_a_job_loading_from_current_keeps_working_through_deploy_and_switch(deployed):
+    _, _, out = deployed
+    job = out["job"]
+    assert [line for line in job if not line.startswith("ok ")][-1:] == ["loaded before: ok"]
+    assert not [line for line in job if line.startswith("FAIL")]
+    seen = [line.split()[1].split("/")[-1] for line in job if line.startswith("ok ")]
+    assert seen[0] == out["r2"] and seen[-1] == out["r3"]  # before and after the switch
+
+
+def test_switching_back_restores_the_previous_module_tree_byte_for_byte(deployed):
+    repo, root, out = deployed
+    digest3 = releases.tree_digest(root / "current" / "modulefiles")
+    assert digest3 != out["digest2"]  # the two trees differ (the meta-module)
+    p = iostack(repo, "switch", "--root", root, out["r2"])
+    assert p.returncode == 0 and "ms)" in p.stdout
+    assert releases.tree_digest(root / "current" / "modulefiles") == out["digest2"]
+    refused = iostack(repo, "switch", "--root", root, out["r1"])
+    assert refused.returncode == 1 and "regression failed" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert iostack(repo, "switch", "--root", root, out["r3"]).returncode == 0
+    assert releases.tree_digest(root / "current" / "modulefiles") == digest3
+
+
+def spack_prefixes(root: pathlib.Path, release: releases.Release) -> dict[str, pathlib.Path]:
+    """name -> install prefix of each spec of the release's lock that Spack installs."""
+    lock = json.loads((release.env_dir("local") / "spack.lock").read_text())
+    out = {}
+    for h, spec in lock["concrete_specs"].items():
+        if not spec.get("external"):
+            found = list((root / "opt").glob(f"{spec['name']}-*-{h[:7]}"))
+            out[spec["name"]] = found[0] if found else root / "opt" / f"{spec['name']}-?-{h[:7]}"
+    return out
+
+
+def test_prune_never_removes_the_current_release_or_anything_it_uses(deployed):
+    repo, root, out = deployed
+    r1 = releases.find(root, out["r1"])
+    bench = spack_prefixes(root, r1)["netcdf-output-bench"]
+    assert bench.is_dir()
+    p = iostack(repo, "prune", "--root", root, "--keep", "0")
+    assert p.returncode == 0, p.stderr
+    assert "spack" in p.stdout and " gc " in p.stdout  # Spack's own garbage collection ran
+    assert sorted(r.id for r in releases.listing(root)) == sorted([out["r2"], out["r3"]])
+    assert not bench.exists()  # only release 1 used it
+    current = releases.find(root, out["r3"])
+    kept = spack_prefixes(root, current)
+    assert "nvme-stage" in kept and all(prefix.is_dir() for prefix in kept.values())
+    script = (f"source {LMOD_INIT} && module use {root}/current/modulefiles/Core && "
+              "module load nvme-stage && nvme-stage --version")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE", "_ModuleTable"))}
+    run = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], capture_output=True,
+                         text=True, env=env)
+    assert run.returncode == 0 and run.stdout.startswith("nvme-stage 1.0.0"), run.stderr
