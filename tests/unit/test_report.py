@@ -97,3 +97,11 @@ def test_band_reads_as_words_with_its_unit():
     assert report.band_text(None, 5.0, "s") == "at most 5 s"
     assert report.band_text(None, None) == "not checked"
     assert report.band_text(1.0, 2.0, "s", no_baseline=True).startswith("no baseline recorded")
+
+
+def test_legend_names_what_differs_and_the_rest_once():
+    common, short = report.legend_labels(["local:default+stack %size=small %async_write=True",
+                                          "local:default+stack %size=small %async_write=False"])
+    assert common == "local:default+stack %size=small"
+    assert sorted(short.values()) == ["%async_write=False", "%async_write=True"]
+    assert report.legend_labels(["only one"]) == ("", {"only one": "only one"})
