@@ -68,15 +68,18 @@ def use_buildcache(root: pathlib.Path, cache_dir: pathlib.Path) -> None:
 
 
 def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
-    """The release's Lmod spider cache, keyed by the path users have on MODULEPATH."""
+    """The release's Lmod spider cache, and its module files, as users see them: with Core
+    spelled <root>/current/modulefiles/Core (lib/iostack/lmodcache.py says why)."""
+    seen_as = root / releases.CURRENT / "modulefiles" / "Core"
     try:
-        cache = lmodcache.generate(release.path, root / releases.CURRENT / "modulefiles" / "Core")
+        cache = lmodcache.generate(release.path, seen_as)
+        print(f"iostack: Lmod spider cache: {cache}")
     except (FileNotFoundError, subprocess.CalledProcessError) as e:
         detail = getattr(e, "stderr", "") or str(e)
         print(f"iostack: note: no Lmod spider cache for release {release.id} (Lmod walks its "
               f"tree instead): {detail.strip().splitlines()[-1] if detail.strip() else e}")
-        return
-    print(f"iostack: Lmod spider cache: {cache}")
+    finally:
+        lmodcache.present_as(release.path, seen_as)
 
 
 def build(site: str, root: pathlib.Path, release: releases.Release,

@@ -7,7 +7,8 @@ cache is generated from the release's own path (Lmod's update_lmod_system_cache_
 that Core path is then rewritten to the `current` one: the result is byte for byte what a
 walk through `current` gives (tests/integration/test_releases_lmod.py compares them). The
 lower levels of the hierarchy keep the release's own paths, as Spack's modules put those on
-MODULEPATH, so a job that loaded a compiler stays in its release after a switch.
+MODULEPATH, so a job that loaded an MPI stays in its release after a switch; the module
+files' own mentions of Core are rewritten the same way (`present_as`).
 Lmod reads the cache of the current release through an lmodrc.lua naming
 `<root>/current/lmod/cache` (ansible role `lmod`; `rc_text` here):
 
@@ -54,9 +55,31 @@ def clean_env() -> dict:
             if not k.startswith(("LMOD", "MODULE", "_ModuleTable", "__LMOD"))}
 
 
+def present_as(tree: pathlib.Path, seen_as: pathlib.Path) -> list[pathlib.Path]:
+    """Make the module files of `tree` name its Core directory as users do (`seen_as`).
+    Spack's module of a core compiler unlocks Core, by the path it was generated in (the
+    release's): a same-named self-unlock Lmod takes in its stride, but with users on the
+    `current` spelling Lmod 8.6 sees two directories, each unlocking the other's twin, and
+    `module avail` and `module spider` die of a Lua stack overflow when they walk the tree.
+    Run after `generate` (which walks the tree by its own path). Returns the files changed."""
+    core = str(tree / "modulefiles" / "Core")
+    pattern = re.compile(re.escape(core) + r'(?=")')
+    changed = []
+    for f in sorted((tree / "modulefiles").rglob("*.lua")):
+        if f.is_symlink():
+            continue
+        text = f.read_text()
+        new = pattern.sub(lambda _: str(seen_as), text)
+        if new != text:
+            f.write_text(new)
+            changed.append(f)
+    return changed
+
+
 def generate(tree: pathlib.Path, seen_as: pathlib.Path) -> pathlib.Path:
     """Write the spider cache of `tree`/modulefiles/Core into `tree`/lmod, keyed by
-    `seen_as` (the Core directory as users' MODULEPATH names it). Returns the cache dir."""
+    `seen_as` (the Core directory as users' MODULEPATH names it). Returns the cache dir.
+    Then `present_as` makes the module files say the same."""
     lmod = libexec()
     if lmod is None:
         raise FileNotFoundError(f"{UPDATE_SCRIPT} not found in {', '.join(LMOD_LIBEXEC_DEFAULTS)} "
@@ -119,7 +142,9 @@ def synthetic_tree(top: pathlib.Path, modules: int = 2000, compilers: int = 4,
     per_compiler = max(1, round(0.3 * modules / compilers))
     per_mpi = max(1, round((modules - compilers - core_tools - compilers * (mpis + per_compiler))
                            / (compilers * mpis)))
-    written = 0
+    # Spack's module of the core compiler unlocks Core itself
+    _module(top, "Core", "gcc", "12.2.0", unlock="Core")
+    written = 1
     for i in range(core_tools):
         _module(top, "Core", f"tool{i:04d}", f"{1 + i % 3}.{i % 7}.0")
         written += 1
@@ -149,6 +174,7 @@ def _deployment_like(base: pathlib.Path, modules: int) -> tuple[pathlib.Path, in
     count = synthetic_tree(release / "modulefiles", modules)
     (base / "current").symlink_to(pathlib.Path("releases") / "gen")
     generate(release, base / "current" / "modulefiles" / "Core")
+    present_as(release, base / "current" / "modulefiles" / "Core")
     return base, count
 
 
@@ -165,8 +191,18 @@ def commands(root: pathlib.Path, home: pathlib.Path, rc: pathlib.Path) -> dict[s
             for sub in ("avail", "spider") for name, setup in setups.items()}
 
 
+def failure(cmd: str) -> str | None:
+    """Why a command fails (its exit status and first line of error), None if it works."""
+    proc = subprocess.run(cmd.split(), capture_output=True, text=True)
+    if proc.returncode == 0:
+        return None
+    first = next((line.strip() for line in proc.stderr.splitlines() if line.strip()), "")
+    return f"fails (rc {proc.returncode}): {first[:100]}"
+
+
 def bench(trees: dict[str, pathlib.Path], runs: int, work: pathlib.Path) -> list[dict]:
-    """Time each tree's commands with hyperfine; one row per (tree, command)."""
+    """Time each tree's commands with hyperfine; one row per (tree, command). A command
+    that fails is not timed: its row says why."""
     hyperfine = shutil.which("hyperfine")
     if not hyperfine:
         raise FileNotFoundError("hyperfine not found (Debian: apt-get install hyperfine)")
@@ -179,15 +215,24 @@ def bench(trees: dict[str, pathlib.Path], runs: int, work: pathlib.Path) -> list
         home.mkdir(exist_ok=True)
         modules = sum(1 for _ in (root / "current" / "modulefiles").rglob("*.lua"))
         cmds = commands(root, home, rc)
-        out = work / f"{label}.json"
-        subprocess.run([hyperfine, "--shell=none", "--warmup", "1", "--runs", str(runs),
-                        "--export-json", str(out), "--style", "basic",
-                        *[a for name, cmd in cmds.items() for a in ("-n", name, cmd)]],
-                       check=True, stdout=subprocess.DEVNULL)
-        for result in json.loads(out.read_text())["results"]:
-            rows.append({"tree": label, "modules": modules, "command": result["command"],
-                         "median_s": result["median"], "min_s": result["min"],
-                         "max_s": result["max"], "runs": len(result["times"])})
+        failed = {name: why for name, cmd in cmds.items() if (why := failure(cmd))}
+        timed = {name: cmd for name, cmd in cmds.items() if name not in failed}
+        results = {}
+        if timed:
+            out = work / f"{label}.json"
+            subprocess.run([hyperfine, "--shell=none", "--warmup", "1", "--runs", str(runs),
+                            "--export-json", str(out), "--style", "basic",
+                            *[a for name, cmd in timed.items() for a in ("-n", name, cmd)]],
+                           check=True, stdout=subprocess.DEVNULL)
+            results = {r["command"]: r for r in json.loads(out.read_text())["results"]}
+        for name in cmds:
+            row = {"tree": label, "modules": modules, "command": name}
+            if name in results:
+                r = results[name]
+                row.update(median_s=r["median"], min_s=r["min"], max_s=r["max"], runs=len(r["times"]))
+            else:
+                row["error"] = failed[name]
+            rows.append(row)
     return rows
 
 
@@ -195,8 +240,12 @@ def format_rows(rows: list[dict]) -> str:
     lines = [f"{'tree':<12} {'modules':>7}  {'command':<20} {'median s':>9} {'min s':>8} "
              f"{'max s':>8} {'runs':>4}"]
     for r in rows:
-        lines.append(f"{r['tree']:<12} {r['modules']:>7}  {r['command']:<20} {r['median_s']:>9.3f} "
-                     f"{r['min_s']:>8.3f} {r['max_s']:>8.3f} {r['runs']:>4}")
+        head = f"{r['tree']:<12} {r['modules']:>7}  {r['command']:<20} "
+        if "error" in r:
+            lines.append(head + r["error"])
+        else:
+            lines.append(head + f"{r['median_s']:>9.3f} {r['min_s']:>8.3f} {r['max_s']:>8.3f} "
+                                f"{r['runs']:>4}")
     return "\n".join(lines)
 
 

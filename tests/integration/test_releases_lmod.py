@@ -34,6 +34,7 @@ def make_release(root: pathlib.Path, rid: str, modules: int = 60) -> pathlib.Pat
     (path / "modulefiles" / "Core" / "tool" / "1.0.lua").write_text(
         f'prepend_path("PATH", "{path / "bin"}")\n')
     lmodcache.generate(path, root / "current" / "modulefiles" / "Core")
+    lmodcache.present_as(path, root / "current" / "modulefiles" / "Core")
     (path / "release.json").write_text(json.dumps({
         "id": rid, "regression": releases.PASSED, "created": rid[:15],
         "modulefiles_sha256": releases.tree_digest(path / "modulefiles")}))
@@ -58,6 +59,23 @@ def test_a_release_spider_cache_is_what_a_walk_through_current_gives(tmp_path):
     assert cached == walked
     assert str(rel / "modulefiles" / "gcc") in cached  # lower levels: the release's own paths
     assert f'"{rel}/modulefiles/Core' not in cached
+
+
+def test_module_files_name_core_as_users_do_so_lmod_can_walk_the_tree(tmp_path):
+    """Spack's core-compiler module unlocks Core by the release's path; walked through
+    `current`, Lmod 8.6 overflows its stack on the two spellings unless the files say
+    `current` too."""
+    rel = make_release(tmp_path, "20250101T000000Z-aaaa-1111")
+    releases.switch(tmp_path, rel.name)
+    gcc = rel / "modulefiles" / "Core" / "gcc" / "12.2.0.lua"
+    assert f'"{tmp_path}/current/modulefiles/Core"' in gcc.read_text()
+    (tmp_path / "home").mkdir()
+    assert "tool0000" in lmod(["spider"], tmp_path, LMOD_IGNORE_CACHE="1")
+    # what deploy had written without present_as
+    gcc.write_text(gcc.read_text().replace(f"{tmp_path}/current/", f"{rel}/"))
+    with pytest.raises(subprocess.CalledProcessError) as e:
+        lmod(["spider"], tmp_path, LMOD_IGNORE_CACHE="1")
+    assert "stack overflow" in e.value.stderr
 
 
 def test_lmod_reads_the_cache_and_lists_the_same_modules_as_a_walk(tmp_path):
