@@ -198,6 +198,23 @@ def test_switching_back_restores_the_previous_module_tree_byte_for_byte(deployed
     assert releases.tree_digest(root / "current" / "modulefiles") == digest3
 
 
+def test_lmod_walks_the_current_tree_and_its_cache_says_the_same(deployed):
+    """Through `current`, avail and spider list the same with the release's spider cache
+    as without it (a walk, which must not fail on Spack's self-unlocking Core compiler)."""
+    _, root, _ = deployed
+    lmod = pathlib.Path(LMOD_INIT).parents[1] / "libexec" / "lmod"
+    rc = root / "test-lmodrc.lua"
+    rc.write_text(f'scDescriptT = {{ {{ dir = "{root}/current/lmod/cache", '
+                  f'timestamp = "{root}/current/lmod/timestamp" }} }}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE", "_ModuleTable"))}
+    env.update(MODULEPATH=f"{root}/current/modulefiles/Core", HOME=str(root / "home"), TERM="dumb")
+    for sub in ("avail", "spider"):
+        out = [subprocess.run([str(lmod), "bash", sub], capture_output=True, text=True, check=True,
+                              env={**env, **extra}).stderr
+               for extra in ({"LMOD_RC": str(rc)}, {"LMOD_IGNORE_CACHE": "1"})]
+        assert out[0] == out[1] and "nvme-stage" in out[0]
+
+
 def spack_prefixes(root: pathlib.Path, release: releases.Release) -> dict[str, pathlib.Path]:
     """name -> install prefix of each spec of the release's lock that Spack installs."""
     lock = json.loads((release.env_dir("local") / "spack.lock").read_text())
