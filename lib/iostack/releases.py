@@ -259,10 +259,14 @@ def switch(root: pathlib.Path, release_id: str, force: bool = False) -> tuple[st
         if release.in_progress():
             raise ReleaseError(f"release {release_id} is still being built (pid {release.meta['pid']})")
         if release.verdict != PASSED and not force:
-            raise ReleaseError(
-                f"release {release_id}: regression {release.verdict}"
-                f"{' (rc ' + str(release.meta['regression_rc']) + ')' if 'regression_rc' in release.meta else ''}"
-                f", so not switching to it; see {release.path / 'reframe'}; --force switches anyway")
+            rc = release.meta.get("regression_rc")
+            why = {FAILED: f"its regression failed{f' (rc {rc})' if rc is not None else ''}; "
+                           f"see {release.path / 'reframe'}",
+                   BUILD_FAILED: "its build failed",
+                   UNTESTED: "its regression was skipped"}.get(
+                       release.verdict, f"its regression verdict is {release.verdict!r}")
+            raise ReleaseError(f"release {release_id}: {why}, so not switching to it; "
+                               "--force switches anyway")
         if not (release.modulefiles / "Core").is_dir():
             raise ReleaseError(f"release {release_id} has no module tree ({release.modulefiles}/Core)")
         recorded = release.meta.get("modulefiles_sha256")
