@@ -67,6 +67,20 @@ def subset_lock(lock: dict, specs: list[str]) -> dict:
             "concrete_specs": {h: s for h, s in lock["concrete_specs"].items() if h in keep}}
 
 
+def check_lock_is_buildable(lock: dict, names: list[str]) -> None:
+    """The stand-in builds these nodes as locked: a recipe of ours must still declare the
+    locked version (else the lock is stale, and Spack's install says only that the source
+    and the recipe disagree)."""
+    for spec in lock["concrete_specs"].values():
+        recipe = (paths.REPO / "packages" / "spack_repo" / "iostack" / "packages"
+                  / spec["name"].replace("-", "_") / "package.py")
+        if spec["name"] in names and recipe.is_file() and \
+                f'version("{spec["version"]}"' not in recipe.read_text():
+            pytest.fail(f"local's spack.lock is stale: it pins {spec['name']}@{spec['version']}, "
+                        f"which {recipe.relative_to(paths.REPO)} no longer declares; "
+                        "bin/iostack lock --update local")
+
+
 def commit(repo: pathlib.Path, message: str) -> None:
     subprocess.run([*GIT, "-C", str(repo), "add", "-A"], check=True)
     subprocess.run([*GIT, "-C", str(repo), "commit", "-q", "-m", message], check=True)
@@ -80,6 +94,7 @@ def set_stack(repo: pathlib.Path, specs: list[str], renamed: bool = False) -> No
     if renamed:
         manifest = manifest.replace("  include:\n", "  include:\n  - renamed.yaml\n")
     (site / "spack.yaml").write_text(manifest)
+    check_lock_is_buildable(lock, specs)
     (site / "spack.lock").write_text(json.dumps(subset_lock(lock, specs), indent=1, sort_keys=True))
 
 
