@@ -142,9 +142,7 @@ def cmd_bundle(args):
 
 
 def cmd_nightly(args):
-    from iostack import nightly
-
-    from iostack import releases
+    from iostack import nightly, releases
 
     site = sites.check_site(args.site)
     # a deployment with releases: the current one (resolved: a switch does not move the run)

@@ -131,7 +131,11 @@ def deploy(site: str, root: pathlib.Path, buildcache: pathlib.Path | None = None
         print(f"iostack: release {release.id} built, regression skipped: not made current; "
               f"to use it untested: {how_to_switch} --force")
         return 0
-    rc = regression(release.path, releases.session_extras(release.path))
+    try:
+        rc = regression(release.path, releases.session_extras(release.path))
+    except BaseException as e:  # it could not run to its end (one line said why)
+        releases.record(release, regression=releases.FAILED, regression_rc=getattr(e, "code", None))
+        raise
     releases.record(release, regression=releases.PASSED if rc == 0 else releases.FAILED,
                     regression_rc=rc)
     current = releases.current(root)

@@ -28,7 +28,8 @@ import subprocess
 import time
 from typing import NamedTuple
 
-from iostack import filesystems, paths, reframe, references, results, roots, runlock, sites, stack
+from iostack import (filesystems, paths, reframe, references, releases, results, roots, runlock,
+                     sites, stack)
 from iostack.run import die
 
 RC_NO_TESTS = 3
@@ -174,7 +175,9 @@ def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
         local_slurm: bool = False) -> int:
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
     state = roots.require_writable(root, "reframe")
-    with runlock.hold(state / "nightly.lock", deadline) as lock_fd:
+    # one run at a time on a deployment, whichever of its releases each tests
+    shared = roots.require_writable(releases.deployment_of(root), "reframe")
+    with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
         preflight(site, system, root, mode)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         report_path = state / "reports" / f"run-report-{stamp}-{os.getpid()}.json"

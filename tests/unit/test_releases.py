@@ -291,3 +291,31 @@ def test_commands_list_switch_and_prune(tmp_path):
     p = iostack("prune", "--root", tmp_path, "--keep", "0", "--keep-installs")
     assert p.returncode == 0 and f"removed 1 release(s): {IDS[0]}" in p.stdout
     assert [r.id for r in releases.listing(tmp_path)] == IDS[1:3]
+
+
+def test_deploy_records_a_regression_that_could_not_run(fake_build):
+    def refused(tree, extras):
+        raise SystemExit(2)  # e.g. nightly's preflight: the mode's checks did not load
+    with pytest.raises(SystemExit):
+        deploy.deploy("local", fake_build, regression=refused)
+    (only,) = releases.listing(fake_build)
+    assert (only.verdict, only.meta["regression_rc"]) == (releases.FAILED, 2)
+    assert releases.current(fake_build) is None
+
+
+def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeypatch):
+    from iostack import nightly
+
+    path = make_release(tmp_path, IDS[0])
+    held = []
+
+    class Held(Exception):
+        pass
+
+    def hold(lock, deadline):
+        held.append(lock)
+        raise Held
+    monkeypatch.setattr(nightly.runlock, "hold", hold)
+    with pytest.raises(Held):
+        nightly.run("local", "local", path)
+    assert held == [tmp_path / "reframe" / "nightly.lock"]  # the deployment's, not the release's
