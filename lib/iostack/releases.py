@@ -364,9 +364,11 @@ def tree_under_test(root: pathlib.Path) -> pathlib.Path:
 
 def results_db(tree: pathlib.Path) -> pathlib.Path | None:
     """The results DB every release's regression is stored in (None: not a release)."""
+    from iostack import results
+
     if not is_release(tree):
         return None
-    db = deployment_of(tree) / "reframe" / "results.db"
+    db = results.db_path(tree)
     db.parent.mkdir(parents=True, exist_ok=True)
     return db
 

@@ -25,8 +25,13 @@ def db_path(root: pathlib.Path) -> pathlib.Path:
     """The results DB of a deployment: RFM_SQLITE_DB_FILE (ReFrame's own variable, for a
     root on a file system without reliable POSIX locks), else the configuration's
     <root>/reframe/results.db."""
+    from iostack import releases
+
     moved = os.environ.get("RFM_SQLITE_DB_FILE")
-    return pathlib.Path(os.path.expandvars(moved)) if moved else root / "reframe" / "results.db"
+    if moved:
+        return pathlib.Path(os.path.expandvars(moved))
+    # a release's sessions are stored with its deployment's (lib/iostack/releases.py)
+    return releases.deployment_of(root) / "reframe" / "results.db"
 
 
 def stored_sessions(system: str, root: pathlib.Path, period: str = ALL_TIME) -> list[dict]:

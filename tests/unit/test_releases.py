@@ -319,3 +319,11 @@ def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeyp
     with pytest.raises(Held):
         nightly.run("local", "local", path)
     assert held == [tmp_path / "reframe" / "nightly.lock"]  # the deployment's, not the release's
+
+
+def test_a_release_results_db_is_its_deployments(tmp_path, monkeypatch):
+    from iostack import results
+
+    monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
+    path = make_release(tmp_path, IDS[0])
+    assert results.db_path(path) == results.db_path(tmp_path) == tmp_path / "reframe" / "results.db"
