@@ -4,7 +4,7 @@ The stand-in is a copy of this checkout whose `local` environment lists a few no
 committed local lock as its roots, with that part of the lock (part of a unified
 concretization is one), so nothing is concretized and Spack builds only what takes seconds:
   1. nvme-stage and ecbuild, with a module policy that renames nvme-stage's module: the
-     regression (the stack smoke check) fails, as `module load nvme-stage/1.0.0` would
+     regression (the stack smoke check) fails, as `module load nvme-stage/<version>` would
      for users;
   2. nvme-stage: passes, becomes current;
   3. the same stack with a changed meta-module: passes, becomes current while a job loads
@@ -39,7 +39,7 @@ spack:
   view: false
 """
 # a module policy change that renames nvme-stage's module: users' (and the smoke check's)
-# `module load nvme-stage/1.0.0` no longer finds it
+# `module load nvme-stage/<version>` no longer finds it
 RENAMED = """modules:
   default:
     lmod:
@@ -47,6 +47,9 @@ RENAMED = """modules:
         nvme-stage: '{name}/{version}-renamed'
 """
 GIT = ["git", "-c", "user.name=iostack-test", "-c", "user.email=test@iostack.invalid"]
+LOCAL_LOCK = json.loads((paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text())
+NVME_STAGE = next(s["version"] for s in LOCAL_LOCK["concrete_specs"].values()
+                  if s["name"] == "nvme-stage")
 # modules the ReFrame `stack` environment of local loads besides nvme-stage
 STACK_ENV_MODULES = ["openmpi", "fdb", "ior", "io500"]
 
@@ -88,7 +91,7 @@ def commit(repo: pathlib.Path, message: str) -> None:
 
 def set_stack(repo: pathlib.Path, specs: list[str], renamed: bool = False) -> None:
     site = repo / "spack-env" / "sites" / "local"
-    lock = json.loads((paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text())
+    lock = LOCAL_LOCK
     manifest = STANDIN.format(specs=json.dumps(specs))
     (site / "renamed.yaml").write_text(RENAMED)
     if renamed:
@@ -115,7 +118,7 @@ while [ ! -e {stop} ]; do
     rel=$(readlink {root}/current)
     out=$( (module purge && module load nvme-stage && nvme-stage --version) 2>&1 )
     case "$out" in
-        *"nvme-stage 1.0.0"*) echo "ok $rel" ;;
+        *"nvme-stage {version}"*) echo "ok $rel" ;;
         *) echo "FAIL $rel: $out" | tr '\\n' ' '; echo ;;
     esac
 done
@@ -161,7 +164,7 @@ def deployed(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE", "_ModuleTable"))}
     with open(job_log, "w") as log:
         job = subprocess.Popen(["bash", "--noprofile", "--norc", "-c",
-                                JOB.format(init=LMOD_INIT, root=root, stop=stop)],
+                                JOB.format(init=LMOD_INIT, root=root, stop=stop, version=NVME_STAGE)],
                                stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
             out["deploy3"] = iostack(repo, "deploy", "--root", root, *regression)
@@ -180,13 +183,13 @@ def test_a_release_whose_regression_fails_stays_but_is_never_current(deployed):
     assert "FAILED its regression" in out["deploy1"].stdout
     r1 = releases.find(root, out["r1"])
     assert r1.verdict == releases.FAILED
-    # the smoke check failed it: nvme-stage/1.0.0 did not load
+    # the smoke check failed it: nvme-stage/<version> did not load
     (report,) = (r1.path / "reframe" / "reports").glob("run-report-*.json")
     failed = {tc["name"]: tc["fail_reason"] for run in json.loads(report.read_text())["runs"][-1:]
               for tc in run["testcases"] if tc["result"] == "fail"}
     (reason,) = [r for name, r in failed.items() if "nvme-stage" in name]
-    assert "module nvme-stage/1.0.0 did not load" in reason
-    assert (r1.modulefiles / "Core" / "nvme-stage" / "1.0.0-renamed.lua").is_file()
+    assert f"module nvme-stage/{NVME_STAGE} did not load" in reason
+    assert (r1.modulefiles / "Core" / "nvme-stage" / f"{NVME_STAGE}-renamed.lua").is_file()
     assert out["r1"] not in [h["to"] for h in releases.history(root)]
     assert out["deploy2"].returncode == 0 and out["deploy3"].returncode == 0
     assert len({out["r1"], out["r2"], out["r3"]}) == 3
@@ -267,4 +270,4 @@ def test_prune_never_removes_the_current_release_or_anything_it_uses(deployed):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE", "_ModuleTable"))}
     run = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], capture_output=True,
                          text=True, env=env)
-    assert run.returncode == 0 and run.stdout.startswith("nvme-stage 1.0.0"), run.stderr
+    assert run.returncode == 0 and run.stdout.startswith(f"nvme-stage {NVME_STAGE}"), run.stderr
