@@ -24,7 +24,8 @@ after a crash, a killed `up`, or a clean run. `up` runs it itself when it fails.
 
 Needs root, iproute2, util-linux, xfsprogs, openssh-server, slurm-wlm and munge. On the
 host it creates, when missing, only the empty mount points the nodes' private mounts need:
-/mnt/localdisk, /run/iostack-node, and sshd's privilege separation directory /run/sshd.
+/mnt/localdisk, /run/iostack-node, /var/lib/iostack (the roles' records, one per node) and
+sshd's privilege separation directory /run/sshd.
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ INVENTORY = paths.ANSIBLE_INVENTORIES / "local-cluster"
 GROUP = "compute"
 # node-private: the emulated device link and sysfs the inventory names
 NODE_RUN = pathlib.Path("/run/iostack-node")
+# node-private: what the roles record (nvme_scratch's devices), as on a real node
+NODE_STATE = pathlib.Path("/var/lib/iostack")
 SCRATCH_IMAGE_BYTES = 512 << 20      # sparse; mkfs.xfs wants at least 300 MB
 SLURMD_PORT = 6818                   # every node has its own network namespace
 TOOLS = ("ip", "unshare", "nsenter", "losetup", "mkfs.xfs", "blkid", "mount", "umount",
@@ -311,15 +314,17 @@ class LocalCluster(slurm.LocalSlurm):
         for node in self.nodes:
             for per_node in ("tmp", "spool"):
                 (self.state / per_node / node.name).mkdir(parents=True, exist_ok=True)
-            run_dir = self.node_dir(node) / "run"
-            if run_dir.exists():
-                shutil.rmtree(run_dir)
-            (run_dir / "dev").mkdir(parents=True)
+            # fresh disks each `up`: no record of an earlier cluster's
+            for private in ("run", "state"):
+                if (self.node_dir(node) / private).exists():
+                    shutil.rmtree(self.node_dir(node) / private)
+            (self.node_dir(node) / "run" / "dev").mkdir(parents=True)
+            (self.node_dir(node) / "state").mkdir()
             (self.node_dir(node) / "fstab").write_text(
                 f"# {node.name}'s /etc/fstab (iostack local-cluster)\n")
             sysfs = pathlib.Path(node.facts.get("bios_sysfs_root", "/sys"))
             if NODE_RUN in sysfs.parents:
-                emulated_sysfs(run_dir / sysfs.relative_to(NODE_RUN), node.nps)
+                emulated_sysfs(self.node_dir(node) / "run" / sysfs.relative_to(NODE_RUN), node.nps)
 
     def _write_ssh(self) -> None:
         ssh = self.state / "ssh"
@@ -369,7 +374,7 @@ class LocalCluster(slurm.LocalSlurm):
             _run(ip, "-n", node.netns, "link", "set", "lo", "up")
 
     def _namespaces(self) -> None:
-        for place in {NODE_RUN, pathlib.Path("/run/sshd"),
+        for place in {NODE_RUN, NODE_STATE, pathlib.Path("/run/sshd"),
                       *(pathlib.Path(n.facts["nvme_scratch_mount"]) for n in self.nodes)}:
             place.mkdir(parents=True, exist_ok=True)
         # a mount namespace can be kept in a file only on a mount that does not propagate
@@ -386,7 +391,9 @@ class LocalCluster(slurm.LocalSlurm):
                  f"--uts={self.ns_file(node, 'uts')}", "--propagation", "slave", "true")
             binds = [(etc / "hosts", "/etc/hosts"), (self.node_dir(node) / "fstab", "/etc/fstab"),
                      (etc / "ssh_config", "/etc/ssh/ssh_config"),
-                     (self.node_dir(node) / "run", NODE_RUN)]
+                     (self.node_dir(node) / "run", NODE_RUN),
+                     # what the roles record about the node's disks is the node's own
+                     (self.node_dir(node) / "state", NODE_STATE)]
             script = "; ".join(
                 ["set -e", f"hostname {node.name}",
                  # POSIX shared memory of the node's own (MPI's segments name the host only)

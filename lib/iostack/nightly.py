@@ -45,16 +45,18 @@ class Mode(NamedTuple):
 
 
 _NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
-                      "FdbThroughputCheck", "IO500Check", "IorLayoutCheck", "MdtestScalingCheck",
-                      "NetcdfOutputCheck", "OpenFOAMPitzDailyCheck", "OpenIFSOutputCheck",
-                      "StackSmokeCheck"})
+                      "FdbThroughputCheck", "FdbWriterScalingCheck", "IO500Check",
+                      "IorLayoutCheck", "MdtestScalingCheck", "MotorBikeStagingCheck",
+                      "NetcdfOutputCheck", "NodeHardwareCheck", "OpenFOAMPitzDailyCheck",
+                      "OpenIFSOutputCheck", "PitzDailyInterNodeCheck", "StackSmokeCheck"})
 #: The ReFrame modes of reframe-tests/config/iostack.py (same names; a test keeps the two
 #: and the checks that exist in step): what each must load, and its wall-clock bound.
 MODES = {
     "nightly": Mode(4 * 3600, _NIGHTLY),
     "weekly": Mode(24 * 3600, _NIGHTLY | {"HpcMotorbikeInterNodeCheck",
                                           "HpcMotorbikeIntraNodeCheck",
-                                          "HpcMotorbikeStorageCheck"}),
+                                          "HpcMotorbikeStorageCheck",
+                                          "NetcdfOutputScalingCheck"}),
 }
 WHERE_MODES = ("reframe-tests/config/iostack.py `modes` (their checks and bounds: "
                "lib/iostack/nightly.py MODES)")

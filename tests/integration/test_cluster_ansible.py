@@ -60,7 +60,7 @@ def test_check_mode_plans_all_three_roles_on_every_node_and_changes_nothing(clus
     assert all(s["failures"] == 0 and s["unreachable"] == 0 for s in stats.values()), stats
     for node, dev in devices(cluster).items():
         assert f"{node}: /run/iostack-node/dev/nvme0n1 ({dev}): fresh" in messages
-        assert f"{node}: XFS label iostack-scr on {dev}" in messages
+        assert f"{node}: xfs label iostack-scr on {dev}" in messages
         assert f"{node}: smt: wanted off;" in messages
         # nothing was written to the device
         assert run("blkid", "-p", dev).stdout == ""
@@ -68,8 +68,12 @@ def test_check_mode_plans_all_three_roles_on_every_node_and_changes_nothing(clus
     assert pathlib.Path("/etc/fstab").read_bytes() == host_fstab
 
 
+HOST_RECORD = pathlib.Path("/var/lib/iostack/nvme_scratch.json")
+
+
 def test_nvme_scratch_applies_to_each_nodes_own_device_then_changes_nothing(cluster, venv_bin):
     host_fstab = pathlib.Path("/etc/fstab").read_bytes()
+    host_record = HOST_RECORD.read_bytes() if HOST_RECORD.exists() else None
     rc, stats, messages, err = playbook(cluster, venv_bin, ["nvme_scratch"])
     assert rc == 0, messages + err
     assert all(s["changed"] > 0 for s in stats.values()), stats
@@ -78,7 +82,10 @@ def test_nvme_scratch_applies_to_each_nodes_own_device_then_changes_nothing(clus
         assert seen.stdout.splitlines()[0].split() == [str(dev), "xfs"]
         uuid = run("blkid", "-p", "-s", "UUID", "-o", "value", dev).stdout.strip()
         assert f"UUID={uuid} /mnt/localdisk xfs " in seen.stdout
+        record = json.loads(cluster.ssh(node, "cat /var/lib/iostack/nvme_scratch.json").stdout)
+        assert record["filesystems"] == {"/mnt/localdisk": uuid}
     assert pathlib.Path("/etc/fstab").read_bytes() == host_fstab   # each node wrote its own
+    assert not HOST_RECORD.exists() or HOST_RECORD.read_bytes() == host_record
 
     rc, stats, messages, err = playbook(cluster, venv_bin, ["nvme_scratch"])
     assert rc == 0, messages + err

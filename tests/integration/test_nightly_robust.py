@@ -10,6 +10,8 @@ import sqlite3
 import subprocess
 import time
 
+import yaml
+
 import pytest
 
 from iostack import filesystems, nightly, paths, reframe, results
@@ -118,14 +120,18 @@ def test_a_site_without_a_reframe_system_is_named(repo_copy, tmp_path):
     """[issue 12] reported as "ReFrame ran no test case" before."""
     site = repo_copy / "spack-env" / "sites" / "newsite"
     shutil.copytree(repo_copy / "spack-env" / "sites" / "local", site)
+    facts = repo_copy / "sites" / "newsite.yaml"
+    local = yaml.safe_load((repo_copy / "sites" / "local.yaml").read_text())
+    facts.write_text(yaml.safe_dump({**local, "name": "newsite", "systems": ["newsite"]}))
     try:
         p = iostack("nightly", "--site", "newsite", "--root", tmp_path, repo=repo_copy)
     finally:
         shutil.rmtree(site)
+        facts.unlink()
     assert p.returncode == 2
     assert errors(p) == [
         "iostack: error: site newsite has no ReFrame system 'newsite': systems are defined in "
-        "reframe-tests/config/iostack.py `systems` (cray-ex, local, local-slurm, "
+        "reframe-tests/config/iostack.py `systems` (cray-ex, local, local-cluster, local-slurm, "
         "oci-bm-optimized3); nothing was run"]
 
 
@@ -134,7 +140,7 @@ def test_an_unknown_system_and_mode_are_named(tmp_path):
     assert p.returncode == 2
     assert errors(p) == [
         "iostack: error: ReFrame system 'locl' is not defined: systems are defined in "
-        "reframe-tests/config/iostack.py `systems` (cray-ex, local, local-slurm, "
+        "reframe-tests/config/iostack.py `systems` (cray-ex, local, local-cluster, local-slurm, "
         "oci-bm-optimized3); nothing was run"]
     p = iostack("nightly", "--mode", "nighty", "--root", tmp_path)
     assert p.returncode == 2
@@ -299,9 +305,9 @@ def test_a_read_only_root_is_one_line_for_nightly_and_deploy(read_only):
     except Exception:
         pytest.skip("deploy needs Spack (bin/iostack setup)")
     p = iostack("deploy", "--root", root)
-    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
-    assert errors(p) == [f"iostack: error: deploy: Read-only file system: {root} "
-                         "(IOSTACK_TRACEBACK=1 shows where)"]
+    assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
+    assert errors(p) == [f"iostack: error: deployment root {root} is not writable: Read-only "
+                         f"file system: {root}"]
 
 
 @pytest.mark.parametrize("command", ["report", "record-baseline"])

@@ -23,7 +23,9 @@ def test_dry_run_generates_the_cross_build_job(tmp_path):
         [REFRAME, "-C", REPO / "reframe-tests/config/iostack.py", "-c",
          REPO / "reframe-tests/checks/cross_aarch64.py", "--prefix", tmp_path,
          # the partition feature `cross-aarch64` is the site's to declare
-         "-S", "valid_systems=local:default", "--dry-run"],
+         "-S", "valid_systems=local:default",
+         # Debian's libraries: the `stack` environment needs a deployed stack's modules
+         "-S", "valid_prog_environs=builtin", "--dry-run"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     assert res.returncode == 0, res.stdout
     assert "CrossAarch64StackCheck" in res.stdout
