@@ -12,7 +12,7 @@
 #   mpi           MPI jobs can be launched (the partition's launcher starts every rank)
 #   cpu           CPU partition: the EESSI test-suite selects partitions by it (not by its
 #                 scale features, `1_core`, ..., names ReFrame 4.10 does not accept)
-#   nps1, nps2, nps4  the nodes' NUMA-per-socket mode (seed 003)
+#   nps1, nps2, nps4  the nodes' NUMA-per-socket mode [OCI-OpenFOAM]
 # and environments by `mpi` (MPI compiler wrappers) and `openmp` (extras['omp_flag']), as
 # ReFrame's tutorial checks select them, by `stack` (the site's Spack stack is usable in
 # it) and by the
@@ -104,7 +104,7 @@ _OPENMP_FLAG = {'omp_flag': '-fopenmp'}
 # (iostack_rfm.slots).
 _LOCAL_PREPARE += [slots.share_host(_STATE)]
 
-# Seed 003: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
+# [OCI-OpenFOAM]: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
 _OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
 
@@ -234,7 +234,7 @@ site_configuration = {
             'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],
         },
         {
-            # HPE Cray EX, Lustre (seed 000's platform).
+            # HPE Cray EX, Lustre ([OIFS-HECToR]'s platform).
             'name': 'cray-ex',
             'descr': _CRAY_EX.description,
             'hostnames': _CRAY_EX.hostnames,
@@ -249,7 +249,7 @@ site_configuration = {
                     max_jobs=16,
                     time_limit='2h',
                 ),
-                # Seed 000: GNU builds for the login/serial nodes (post-processing).
+                # [OIFS-HECToR]: GNU builds for the login/serial nodes (post-processing).
                 _slurm_partition(
                     _CRAY_EX, 'serial', ['fdb', 'grib', 'cpu'],
                     name='serial',
@@ -262,7 +262,7 @@ site_configuration = {
             ],
         },
         {
-            # Oracle Cloud BM.Optimized3.36 cluster (seed 003): one Slurm partition per
+            # Oracle Cloud BM.Optimized3.36 cluster [OCI-OpenFOAM]: one Slurm partition per
             # NPS mode, the case on local NVMe.
             'name': 'oci-bm-optimized3',
             'descr': _OCI.description,
@@ -286,20 +286,21 @@ site_configuration = {
                          ['FOAM_TUTORIALS', '/usr/share/doc/openfoam-examples/examples']],
         },
         {
-            # The site's Spack stack, deployed by `bin/iostack deploy` (its Lmod tree is
-            # on MODULEPATH): eckit/metkit/FDB 5.13, IOR, io500, nvme-stage. Needs a deployed
-            # root; without one, run the checks in `builtin` (`-p builtin`).
+            # The site's Spack stack, built with Debian's gcc by `bin/iostack deploy` (its
+            # Lmod tree is on MODULEPATH): eckit/metkit/FDB 5.13, IOR, io500, nvme-stage.
+            # Needs a deployed root; without one, run the checks in `builtin`
+            # (`-S valid_prog_environs=builtin`).
             'name': 'stack',
             'target_systems': ['local', 'local-slurm'],
             'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage'],
             **_MPI_ENVIRONMENT,
-            'features': _MPI_FEATURES + ['stack', 'fdb', 'grib', 'eccodes', 'ior', 'io500',
-                                         'nvme-stage', 'fdb-pair'],
+            'features': _MPI_FEATURES + ['stack', 'gnu', 'fdb', 'grib', 'eccodes', 'ior',
+                                         'io500', 'nvme-stage', 'fdb-pair'],
             # the second FDB for the cross-version check: Debian's
             'extras': {'other_fdb_bin': '/usr/bin', **_OPENMP_FLAG},
         },
         {
-            # Seed 000: the support libraries built with CCE for compute nodes ...
+            # [OIFS-HECToR]: the support libraries built with CCE for compute nodes ...
             'name': 'PrgEnv-cray',
             'target_systems': ['cray-ex'],
             'modules': ['PrgEnv-cray', 'eccodes', 'fdb', 'fio'],

@@ -206,8 +206,15 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
     assert tim["Timer"]["Unit"] == "iostack-nightly.service"
     assert tim["Timer"]["Persistent"] == "true"
     assert tim["Install"]["WantedBy"] == "timers.target"
-    rule = [line for line in (tmpfiles / "iostack-nightly.conf").read_text().splitlines() if line.startswith("d ")]
-    assert rule == [f"d {reports} 0755 root - 14d"]
+    rules = [line for line in (tmpfiles / "iostack-nightly.conf").read_text().splitlines()
+             if line and not line.startswith("#")]
+    assert rules == [f"d {reports} 0755 root - 14d",
+                     f"e {tmp_path / 'root'}/releases/*/reframe/reports - - - 14d"]
+    tmpfiles_tool = shutil.which("systemd-tmpfiles")
+    if tmpfiles_tool:   # the rules parse (a syntax error exits 65); they name only tmp_path
+        res = subprocess.run([tmpfiles_tool, "--clean", str(tmpfiles / "iostack-nightly.conf")],
+                             capture_output=True, text=True)
+        assert res.returncode == 0 and res.stderr == "", res.stderr
     assert reports.is_dir()
 
     analyze = shutil.which("systemd-analyze")
