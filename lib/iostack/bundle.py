@@ -270,7 +270,9 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
     if buildcache is None:
         buildcache = mirrors.push(site, root, root / "buildcache")
     shutil.copytree(buildcache, top / "buildcache")
-    run([sys.executable, "-m", "pip", "download", "-q", "-d", top / "wheels",
+    # wheels, not sdists: an sdist needs its build requirements (setuptools, ...) at
+    # install time, and the air-gapped node has only what the bundle holds
+    run([sys.executable, "-m", "pip", "wheel", "-q", "-w", top / "wheels",
          "-r", paths.REPO / "requirements.txt"])
     from iostack import samples
 

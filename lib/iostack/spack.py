@@ -58,7 +58,9 @@ def locate() -> tuple[pathlib.Path, pathlib.Path]:
     foreign = foreign_config(root)
     if foreign:
         raise SpackForeignConfig(
-            f"Spack at {root} carries configuration of its own ({', '.join(map(str, foreign))}), "
+            # the files' real paths: the cache's spack may be a link to the copy that has them
+            f"Spack at {root} carries configuration of its own "
+            f"({', '.join(str(f.resolve()) for f in foreign)}), "
             "which it reads whatever iostack says: iostack uses only the repository's "
             "configuration, so move it away (or point SPACK_ROOT at a clean Spack)")
     return root, pkgs
@@ -120,7 +122,8 @@ _EXPLAINED = [
     (re.compile(rf"sha256 checksum failed for \S*{_STAGE}.*?(?:URL = (\S+))?$", re.S),
      "the source archive of {0} ({1}) fails its sha256 checksum: the mirror's copy was "
      "changed or damaged"),
-    (re.compile(r"(?:NoVerifyException|[Ff]ailed to verify|signature)"),
+    # gpg says it before Spack's error, which only says no binary was found
+    (re.compile(r"NoVerifyException|[Ff]ailed to verify|Can't check signature|BAD signature"),
      "the build cache is signed with a key this node does not trust: if you know the key, "
      "trust it (`bin/iostack spack -- gpg trust KEY.pub`), else do not use this cache"),
 ]
@@ -130,7 +133,7 @@ def error_line(stderr: str) -> str:
     """Spack's first error, on one line, explained where the meaning is known."""
     text = stderr.split("==> Error: ", 1)[1] if "==> Error: " in stderr else stderr
     for pattern, meaning in _EXPLAINED:
-        m = pattern.search(text)
+        m = pattern.search(stderr)
         if m:
             return meaning.format(*(g or "?" for g in m.groups()))
     lines = text.strip().splitlines()

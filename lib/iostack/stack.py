@@ -123,7 +123,9 @@ def root_specs(lock: dict, core_compilers=()) -> list[RootSpec]:
             external_modules=tuple([module] if isinstance(module, str) else module),
             hierarchy=tuple(hierarchy),
             bundle=spec.get("parameters", {}).get("build_system") == "bundle",
-            compiler=(spec.get("parameters", {}).get("craype")
+            # craype=none: not a Cray PE build, so its compiler's name
+            compiler=((spec.get("parameters", {}).get("craype") or "none") != "none"
+                      and spec["parameters"]["craype"]
                       or (compilers[0]["name"] if compilers else ""))))
     # a readable unique key per root: name@version, then %compiler, then /hash
     for r in roots:

@@ -28,7 +28,7 @@ from reframe.core.builtins import (performance_function, run_after, run_before,
 from iostack import paths
 from iostack_rfm import nodestate, openfoam
 from iostack_rfm.base import AppCheck, parsed
-from iostack_rfm.openfoam import decompose_par_dict, foam_remove, foam_set, in_case
+from iostack_rfm.openfoam import decompose_par_dict, foam_set, in_case, tutorial_case
 
 SEVEN_STEPS = ('stage-in', 'decompose', 'fan-out', 'potential', 'solve', 'collect',
                'stage-out')
@@ -239,13 +239,8 @@ class PitzDailyInterNodeCheck(ClusterJob):
     @run_before('run')
     def set_job(self):
         per_node = self.num_tasks_per_node
-        control = 'base/system/controlDict'
         self.prerun_cmds = [
-            self.step('prepare', ' && '.join([
-                f'cp -r "$FOAM_TUTORIALS/{self.tutorial}" base',
-                foam_remove(control, 'functions'),
-                foam_set(control, 'endTime', self.end_time),
-                foam_set(control, 'writeInterval', self.end_time)])),
+            self.step('prepare', tutorial_case(self.tutorial, 'base', self.end_time)),
             self.step('mesh', in_case('base', 'blockMesh')),
         ]
         for n in self.counts:

@@ -22,7 +22,7 @@ from reframe.core.builtins import (performance_function, run_after, run_before,
 
 from iostack_rfm import openfoam
 from iostack_rfm.base import AppCheck, parsed
-from iostack_rfm.openfoam import decompose_par_dict, foam_remove, foam_set, in_case
+from iostack_rfm.openfoam import decompose_par_dict, in_case, tutorial_case
 
 RUNS = ('serial', 'serial-rerun', 'parallel', 'parallel-rerun')
 
@@ -46,14 +46,8 @@ class OpenFOAMPitzDailyCheck(AppCheck):
 
     @run_before('run')
     def set_job(self):
-        control = 'base/system/controlDict'
         self.prerun_cmds = [
-            self.step('prepare', ' && '.join([
-                f'cp -r "$FOAM_TUTORIALS/{self.tutorial}" base',
-                foam_remove(control, 'functions'),
-                foam_set(control, 'endTime', self.end_time),
-                # a write only at convergence (OpenFOAM writes the converged state)
-                foam_set(control, 'writeInterval', self.end_time)])),
+            self.step('prepare', tutorial_case(self.tutorial, 'base', self.end_time)),
             self.step('mesh', in_case('base', 'blockMesh')),
             self.step('copy', 'cp -r base serial && cp -r base serial-rerun && cp -r base parallel'),
             self.step('decompose', ' && '.join([

@@ -51,6 +51,16 @@ def foam_remove(dictionary, entry):
     return f'foamDictionary -entry {entry} -remove {dictionary} > /dev/null'
 
 
+def tutorial_case(tutorial, case, end_time):
+    """Shell: copy a tutorial to `case`, without its function objects, to run to `end_time`
+    and write only then (OpenFOAM writes the converged state when it stops early)."""
+    control = f'{case}/system/controlDict'
+    return ' && '.join([f'cp -r "$FOAM_TUTORIALS/{tutorial}" {case}',
+                        foam_remove(control, 'functions'),
+                        foam_set(control, 'endTime', end_time),
+                        foam_set(control, 'writeInterval', end_time)])
+
+
 def decompose_par_dict(path, subdomains):
     """Shell: write a decomposeParDict for `subdomains` ranks (cases that have none): slabs
     along x, the `simple` method every OpenFOAM build has (Debian's lacks scotch)."""

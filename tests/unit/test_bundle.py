@@ -133,6 +133,14 @@ See build log for details:
   /r/stage/root/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/spack-build-out.txt
 """
 
+UNKNOWN_KEY = """gpg: Signature made Mon Nov 23 04:44:05 2026 UTC
+gpg:                using RSA key 70EBB343FBEC2FDB1A03BBCD4CC0BC4663ED6E98
+gpg: Can't check signature: No public key
+==> Error: Failed to install gcc-runtime due to InstallError: No binary found when cache-only was specified
+"""
+# a cache that verifies, then a build that fails: not a key problem
+GOOD_THEN_BUILD = ("gpg: Good signature from \"iostack build cache\" [ultimate]\n" + BUILD)
+
 
 @pytest.mark.parametrize("stderr,line", [
     (MISSING, "the source of ior-4.0.0 is in none of the configured mirrors, and its "
@@ -142,7 +150,13 @@ See build log for details:
     (BUILD, "ProcessError: Command exited with status 2: './prepare.sh' (build log: "
             "/r/stage/root/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/"
             "spack-build-out.txt)"),
-], ids=["missing-source", "tampered", "build-failure"])
+    (UNKNOWN_KEY, "the build cache is signed with a key this node does not trust: if you know "
+                  "the key, trust it (`bin/iostack spack -- gpg trust KEY.pub`), else do not use "
+                  "this cache"),
+    (GOOD_THEN_BUILD, "ProcessError: Command exited with status 2: './prepare.sh' (build log: "
+                      "/r/stage/root/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/"
+                      "spack-build-out.txt)"),
+], ids=["missing-source", "tampered", "build-failure", "unknown-key", "verified-then-build-failure"])
 def test_spack_errors_become_one_line(stderr, line):
     assert spack.error_line(stderr) == line
 

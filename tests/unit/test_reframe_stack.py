@@ -18,6 +18,15 @@ def test_local_roots_come_from_the_lock_with_a_version_query_each():
     assert not roots["fdb"].is_external
     assert roots["fdb"].modules_to_load() == ["openmpi/4.1.4", "fdb/5.13.106"]
     assert roots["nvme-stage"].modules_to_load() == ["nvme-stage/1.1.0"]
+    # what the smoke check's environment must offer: gcc builds run in a `+gnu` one
+    assert {r.name: r.compiler for r in roots.values()} == {
+        "eccodes": "", "eckit": "gcc", "metkit": "gcc", "fdb": "gcc", "ior": "gcc",
+        "io500": "gcc", "netcdf-output-bench": "gcc", "nvme-stage": ""}
+
+
+def test_cray_builds_are_named_by_their_programming_environment():
+    compilers = {(r.name, r.compiler) for r in stack.site_roots("cray-ex")}
+    assert {("fdb", "cce"), ("fdb", "gnu"), ("ior", "gcc")} <= compilers
 
 
 @pytest.mark.parametrize("site", sites.spack_sites())
