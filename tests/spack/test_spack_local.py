@@ -113,6 +113,9 @@ def test_nightly_on_the_spack_stack_passes(spack_stack_nightly):
     assert {"FdbBitIdentityCheck", "FdbCrossVersionCheck", "IO500Check", "IorLayoutCheck",
             "MdtestScalingCheck", "StackSmokeCheck"} <= checks
     assert all(tc["environ"] == "stack" for tc in cases.values())
+    # every root of the lock was queried, the gcc builds too (a `+gnu` environment)
+    smoked = {n.split("%package=")[1].split()[0] for n in cases if n.startswith("StackSmokeCheck")}
+    assert smoked == {spec.key for spec in stack.site_roots("local")}
     assert run.returncode == 0
 
 
