@@ -172,11 +172,22 @@ def spack_bin() -> pathlib.Path:
 
 
 def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None = None):
-    """Trust the public keys a build cache ships (Spack keeps them beside the cache)."""
-    keys = sorted(cache_dir.rglob("*.pub"))
-    if not keys:
-        raise CommandFailed(["spack", "gpg", "trust", f"{cache_dir}/**/*.pub"], 1)
+    """Install and trust the public keys a build cache publishes (`spack buildcache keys
+    --install --trust`, with that cache as the only mirror); each must then be on the ring."""
+    import tempfile
+
+    published = sorted(p.name.split(".")[0] for p in
+                       cache_dir.glob("v3/manifests/key/*.key.manifest.json"))
+    if not published:
+        raise CommandFailed(["spack", "buildcache", "keys", f"({cache_dir} publishes no key)"], 1)
     env = environment(root_dir or paths.cache() / "spack-state")
     pathlib.Path(env["SPACK_GNUPGHOME"]).mkdir(parents=True, exist_ok=True, mode=0o700)
-    for key in keys:
-        run([spack_bin(), "gpg", "trust", key], env_extra=env)
+    with tempfile.TemporaryDirectory() as scope:
+        (pathlib.Path(scope) / "mirrors.yaml").write_text(bundle.mirrors_yaml(None, cache_dir))
+        run([spack_bin(), "-C", scope, "buildcache", "keys", "--install", "--trust", "--force"],
+            env_extra=env)
+    ring = subprocess.run([str(spack_bin()), "gpg", "list", "--trusted"], capture_output=True,
+                          text=True, env={**os.environ, **{k: str(v) for k, v in env.items()}})
+    missing = [k for k in published if k not in ring.stdout.replace(" ", "")]
+    if missing:
+        raise CommandFailed(["spack", "buildcache", "keys", f"(not trusted: {', '.join(missing)})"], 1)

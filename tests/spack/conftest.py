@@ -10,7 +10,9 @@ import dataclasses
 import os
 import pathlib
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -118,6 +120,18 @@ def local_buildcache(local_deploy, timings):
     assert run.returncode == 0, run.error_lines
     timings["buildcache push local"] = run.seconds
     return root / "buildcache"
+
+
+@pytest.fixture
+def short_root(local_deploy):
+    """A fresh deployment root no longer than the one the build cache was built in: Spack
+    cannot grow a prefix stored in a binary (it refuses, naming
+    config:install_tree:padded_length), so a cache installs into the same or a shorter root."""
+    top = pathlib.Path(tempfile.mkdtemp(prefix="iostack-", dir="/tmp"))
+    root = top / "root"
+    assert len(str(root / "opt")) <= len(str(local_deploy[0] / "opt"))
+    yield root
+    shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture

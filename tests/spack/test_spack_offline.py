@@ -153,10 +153,10 @@ def test_mirror_create_writes_exactly_the_sources_the_lock_builds(tmp_path, loca
 
 # --- signed build cache ------------------------------------------------------------------
 
-def test_deploy_from_the_buildcache_builds_nothing(tmp_path, local_deploy, local_buildcache,
+def test_deploy_from_the_buildcache_builds_nothing(short_root, local_deploy, local_buildcache,
                                                    timings):
     source_root, cold = local_deploy
-    root = tmp_path / "from-cache"
+    root = short_root
     p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression",
                 "--buildcache", local_buildcache)
     assert p.returncode == 0, p.error_lines
@@ -232,7 +232,8 @@ bin/iostack deploy --site local --root "$ROOT" -- -S valid_prog_environs=stack \
 """
 
 
-def test_bundle_deploys_and_validates_with_no_network(tmp_path, local_bundle, timings):
+def test_bundle_deploys_and_validates_with_no_network(tmp_path, local_bundle, short_root,
+                                                     timings):
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("a network namespace needs root and unshare")
     with tarfile.open(local_bundle) as tar:
@@ -242,7 +243,7 @@ def test_bundle_deploys_and_validates_with_no_network(tmp_path, local_bundle, ti
     home.mkdir()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("IOSTACK_", "SPACK", "XDG_", "VIRTUAL_ENV", "PYTHON"))}
-    env.update(HOME=str(home), BUNDLE=str(top), ROOT=str(tmp_path / "root"))
+    env.update(HOME=str(home), BUNDLE=str(top), ROOT=str(short_root))
     import time
 
     start = time.monotonic()

@@ -138,6 +138,9 @@ gpg:                using RSA key 70EBB343FBEC2FDB1A03BBCD4CC0BC4663ED6E98
 gpg: Can't check signature: No public key
 ==> Error: Failed to install gcc-runtime due to InstallError: No binary found when cache-only was specified
 """
+# a cache deployed into a longer root than it was built in (CI, Spack 1.1)
+LONGER_ROOT = """==> Error: Failed to install metkit due to CannotGrowString: Cannot replace b'/a/opt/eckit-1.28.8-pmo73yu' with b'/a/longer/opt/eckit-1.28.8-pmo73yu' because the new prefix is longer. To fix this, compile with more padding (config:install_tree:padded_length), or install to a shorter prefix.
+"""
 # a cache that verifies, then a build that fails: not a key problem
 GOOD_THEN_BUILD = ("gpg: Good signature from \"iostack build cache\" [ultimate]\n" + BUILD)
 
@@ -156,7 +159,9 @@ GOOD_THEN_BUILD = ("gpg: Good signature from \"iostack build cache\" [ultimate]\
     (GOOD_THEN_BUILD, "ProcessError: Command exited with status 2: './prepare.sh' (build log: "
                       "/r/stage/root/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/"
                       "spack-build-out.txt)"),
-], ids=["missing-source", "tampered", "build-failure", "unknown-key", "verified-then-build-failure"])
+    (LONGER_ROOT, LONGER_ROOT.split("Error: ")[1].strip()),
+], ids=["missing-source", "tampered", "build-failure", "unknown-key", "verified-then-build-failure",
+        "longer-root"])
 def test_spack_errors_become_one_line(stderr, line):
     assert spack.error_line(stderr) == line
 
