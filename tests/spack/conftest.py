@@ -91,9 +91,12 @@ def build_times(output: str) -> dict[str, str]:
 
 
 def installed_prefixes(root: pathlib.Path) -> list[str]:
-    """Package prefixes in a deployment's install tree (not Spack's database)."""
+    """Package prefixes in a deployment's install tree (not Spack's database): the
+    <name>-<version>-<hash:7> projection, not Spack's own bin/sbang (installed only where a
+    script's shebang grew too long for the kernel)."""
     opt = root / "opt"
-    return sorted(p.name for p in opt.iterdir() if not p.name.startswith(".")) if opt.is_dir() else []
+    return sorted(p.name for p in opt.iterdir()
+                  if re.fullmatch(r"[\w.+-]+-[a-z0-9]{7}", p.name)) if opt.is_dir() else []
 
 
 @pytest.fixture(scope="session")
