@@ -122,7 +122,7 @@ MISSING = """==> Error: All fetchers failed for spack-stage-ior-4.0.0-utlk6nyuhf
     https://github.com/hpc/ior/archive/4.0.0.tar.gz: DetailedURLError: GET errored
 """
 TAMPERED = """==> Fetching file:///m/_source-cache/archive/cb/cb17.tar.gz
-==> Error: sha256 checksum failed for /r/stage/root/spack-stage-ior-4.0.0-utlk6nyuhf6vpwzppxq2n33mh6seeo2j/4.0.0.tar.gz
+==> Error: sha256 checksum failed for /r/stage/spack-stage-ior-4.0.0-utlk6nyuhf6vpwzppxq2n33mh6seeo2j/4.0.0.tar.gz
 Expected cb17 but got 2690. File size = 558726 bytes. Contents = b'..'. URL = file:///m/_source-cache/archive/cb/cb17.tar.gz
 """
 BUILD = """==> Error: ProcessError: Command exited with status 2:
@@ -130,7 +130,7 @@ BUILD = """==> Error: ProcessError: Command exited with status 2:
 
 2 errors found in build log:
 See build log for details:
-  /r/stage/root/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/spack-build-out.txt
+  /r/stage/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/spack-build-out.txt
 """
 
 UNKNOWN_KEY = """gpg: Signature made Mon Nov 23 04:44:05 2026 UTC
@@ -151,13 +151,13 @@ GOOD_THEN_BUILD = ("gpg: Good signature from \"iostack build cache\" [ultimate]\
     (TAMPERED, "the source archive of ior-4.0.0 (file:///m/_source-cache/archive/cb/cb17.tar.gz) "
                "fails its sha256 checksum: the mirror's copy was changed or damaged"),
     (BUILD, "ProcessError: Command exited with status 2: './prepare.sh' (build log: "
-            "/r/stage/root/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/"
+            "/r/stage/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/"
             "spack-build-out.txt)"),
     (UNKNOWN_KEY, "the build cache is signed with a key this node does not trust: if you know "
                   "the key, trust it (`bin/iostack spack -- gpg trust KEY.pub`), else do not use "
                   "this cache"),
     (GOOD_THEN_BUILD, "ProcessError: Command exited with status 2: './prepare.sh' (build log: "
-                      "/r/stage/root/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/"
+                      "/r/stage/spack-stage-io500-2023.bb08c87-ywmua2pqqhbpr7o2vk3hvmf6k2d5wgnv/"
                       "spack-build-out.txt)"),
     (LONGER_ROOT, LONGER_ROOT.split("Error: ")[1].strip()),
 ], ids=["missing-source", "tampered", "build-failure", "unknown-key", "verified-then-build-failure",
