@@ -17,11 +17,15 @@ def apt_packages():
 
 
 def missing_apt_packages(pkgs):
-    out = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Architecture} ${db:Status-Status}\n", *pkgs],
-                         capture_output=True, text=True).stdout
+    """`pkgs` that dpkg does not list as installed. dpkg-query -W prints one line per package
+    it knows, installed or not; the architecture of a never-installed one is empty, so the
+    fields are tab-separated, not split on whitespace."""
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Architecture}\t${db:Status-Status}\n",
+                          *pkgs], capture_output=True, text=True).stdout
     native = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
     installed = set()
-    for name, arch, status in (line.split() for line in out.splitlines()):
+    for line in out.splitlines():
+        name, arch, status = (line.split("\t") + ["", ""])[:3]
         if status == "installed":
             installed.add(f"{name}:{arch}")
             if arch in (native, "all"):

@@ -142,8 +142,10 @@ def test_setup_adds_the_architecture_before_apt_update(monkeypatch, capsys):
 def test_installed_check_tells_architectures_apart(monkeypatch):
     import subprocess
     setup = _setup_module()
-    listing = ("libc6-dev amd64 installed\nlibc6-dev arm64 installed\nlibeccodes0 arm64 installed\n"
-               "ecbuild all installed\nlibeccodes-dev amd64 not-installed\n")
+    # dpkg-query's own format: a package dpkg knows but never installed has no architecture
+    listing = ("libc6-dev\tamd64\tinstalled\nlibc6-dev\tarm64\tinstalled\nlibeccodes0\tarm64\tinstalled\n"
+               "ecbuild\tall\tinstalled\nlibeccodes-dev\tamd64\tnot-installed\n"
+               "libeccodes-dev\t\tnot-installed\n")
 
     def fake_run(cmd, **kwargs):
         out = "amd64\n" if cmd[:2] == ["dpkg", "--print-architecture"] else listing
