@@ -30,7 +30,7 @@ import zipfile
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "lib"))
-from iostack import paths  # noqa: E402
+from iostack.core import paths  # noqa: E402
 
 PACKAGES = ("ecbuild", "eckit", "metkit", "fdb")
 VERSIONS = {"ecbuild": "3.7.2", "eckit": "1.28.8", "metkit": "1.11.22", "fdb": "5.13.106"}

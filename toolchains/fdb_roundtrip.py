@@ -24,7 +24,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO / "reframe-tests")]
-from iostack import fdbconfig  # noqa: E402
+from iostack.deployment import fdbconfig  # noqa: E402
 from iostack_rfm import gribcompare  # noqa: E402
 
 EM_NAMES = {62: "x86_64", 183: "aarch64"}

@@ -4,12 +4,14 @@ import os
 import pathlib
 import sys
 
-from iostack import paths, sites, spack
-from iostack.run import die, run
+from iostack.core import paths
+from iostack.core.process import die, run
+from iostack.site import facts
+from iostack.spack import runner
 
 
 def cmd_setup(args):
-    from iostack import setup
+    from iostack.offline import setup
 
     return setup.main(args)
 
@@ -22,30 +24,31 @@ def cmd_test(args):
 
 
 def cmd_sites(args):
-    for site in sites.spack_sites():
+    for site in facts.spack_sites():
         print(site)
     return 0
 
 
 def _spack_or_die():
     try:
-        spack.locate()
-    except spack.SpackMissing as e:
+        runner.locate()
+    except runner.SpackMissing as e:
         die(str(e))
 
 
 def cmd_spack(args):
-    sites.check_site(args.site)
+    facts.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(args.site, args.root)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
-    return spack.spack(spack_args, root, site=args.site, check=False).returncode
+    return runner.spack(spack_args, root, site=args.site, check=False).returncode
 
 
 def cmd_deploy(args):
-    from iostack import deploy, nightly, releases
+    from iostack.deployment import deploy, releases
+    from iostack.regression import nightly
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
 
@@ -62,9 +65,9 @@ def cmd_deploy(args):
 
 
 def cmd_releases(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     try:
         if not releases.listing(root):
@@ -78,9 +81,9 @@ def cmd_releases(args):
 
 
 def cmd_switch(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     try:
         old, seconds = releases.switch(root, args.release, force=args.force)
@@ -91,9 +94,9 @@ def cmd_switch(args):
 
 
 def cmd_prune(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     if not (args.keep_installs or args.dry_run):
         _spack_or_die()
@@ -109,9 +112,9 @@ def cmd_prune(args):
 
 
 def cmd_mirror_create(args):
-    from iostack import mirrors
+    from iostack.spack import mirrors
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "mirror"
@@ -120,9 +123,9 @@ def cmd_mirror_create(args):
 
 
 def cmd_buildcache_push(args):
-    from iostack import mirrors
+    from iostack.spack import mirrors
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "buildcache"
@@ -131,9 +134,9 @@ def cmd_buildcache_push(args):
 
 
 def cmd_bundle(args):
-    from iostack import bundle
+    from iostack.offline import bundle
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
     bundle.write(site, root, pathlib.Path(args.output).resolve(),
@@ -142,9 +145,10 @@ def cmd_bundle(args):
 
 
 def cmd_nightly(args):
-    from iostack import nightly, releases
+    from iostack.deployment import releases
+    from iostack.regression import nightly
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     # a deployment with releases: the current one (resolved: a switch does not move the run)
     tree = releases.tree_under_test(paths.deploy_root(site, args.root))
     return nightly.run(site, args.system or site, tree,
@@ -159,9 +163,10 @@ def cmd_cluster(args):
 
 
 def cmd_report(args):
-    from iostack import report, roots
+    from iostack.deployment import roots
+    from iostack.regression import report
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     roots.require_results(root, site)
     out = pathlib.Path(args.out).resolve() if args.out else None
@@ -169,9 +174,10 @@ def cmd_report(args):
 
 
 def cmd_record_baseline(args):
-    from iostack import baseline, roots
+    from iostack.deployment import roots
+    from iostack.regression import baseline
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     roots.require_results(root, site)
     refs = pathlib.Path(args.references_dir).resolve() if args.references_dir else None
@@ -180,9 +186,9 @@ def cmd_record_baseline(args):
 
 
 def cmd_store_report(args):
-    from iostack import results
+    from iostack.regression import results
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     if not (root / "reframe").is_dir():
         die(f"no deployment root at {root} (no {root / 'reframe'}): check --root / IOSTACK_ROOT")
@@ -193,12 +199,12 @@ def cmd_store_report(args):
 
 
 def cmd_lock(args):
-    from iostack import locks
+    from iostack.spack import locks
 
     _spack_or_die()
-    chosen = args.sites or sites.spack_sites()
+    chosen = args.sites or facts.spack_sites()
     for site in chosen:
-        sites.check_site(site)
+        facts.check_site(site)
     print(f"iostack: concretizing {', '.join(chosen)} from scratch (side by side)", flush=True)
     failed = 0
     for site, result in locks.fresh_locks(chosen).items():

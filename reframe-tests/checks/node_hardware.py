@@ -22,8 +22,8 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before, sanity_function, variable
 
-from iostack import inventory as ansible_inventory
-from iostack import paths
+from iostack.core import paths
+from iostack.site import inventory as ansible_inventory
 from iostack_rfm import nodestate
 from iostack_rfm.base import IostackMixin, parsed
 

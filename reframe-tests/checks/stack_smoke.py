@@ -20,7 +20,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 from reframe.core.logging import getlogger
 
-from iostack import stack
+from iostack.deployment import stack
 from iostack_rfm import smoke
 from iostack_rfm.base import IostackMixin, parsed
 

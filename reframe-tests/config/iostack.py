@@ -1,5 +1,5 @@
 # ReFrame configuration for iostack: the systems of each site's facts file (sites/<site>.yaml,
-# read through iostack.sites: host names, processors, Slurm partitions, scratch), with the
+# read through iostack.site.facts: host names, processors, Slurm partitions, scratch), with the
 # names of spack-env/sites/ and ansible/inventories/; `local-slurm` is the local site behind a
 # single-node Slurm.
 #
@@ -52,7 +52,8 @@ from reframe.utility.cpuinfo import cpuinfo
 _LIB = pathlib.Path(__file__).resolve().parents[2] / 'lib'
 if str(_LIB) not in sys.path:
     sys.path.insert(0, str(_LIB))
-from iostack import paths, sites  # noqa: E402
+from iostack.core import paths  # noqa: E402
+from iostack.site import facts as site_facts  # noqa: E402
 
 _RFM_ROOT = paths.REFRAME_DIR
 if str(_RFM_ROOT) not in sys.path:
@@ -108,9 +109,9 @@ _LOCAL_PREPARE += [slots.share_host(_STATE)]
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
 _OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
 
-_LOCAL = sites.load('local')
-_CRAY_EX = sites.load('cray-ex')
-_OCI = sites.load('oci-bm-optimized3')
+_LOCAL = site_facts.load('local')
+_CRAY_EX = site_facts.load('cray-ex')
+_OCI = site_facts.load('oci-bm-optimized3')
 
 
 def _slurm_partition(facts, group, features, **settings):

@@ -63,7 +63,7 @@ def test_lmod_puts_the_current_release_and_its_spider_cache_in_login_shells(venv
     """MODULEPATH names <root>/current/modulefiles/Core; LMOD_RC names an lmodrc.lua whose
     cache Lmod reads: a module added after the cache was written is missing from `module
     spider` with the cache and present without it."""
-    from iostack import lmodcache
+    from iostack.deployment import lmodcache
 
     init = pathlib.Path("/usr/share/lmod/lmod/init/bash")
     if not init.exists() or lmodcache.libexec() is None:

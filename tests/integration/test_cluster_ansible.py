@@ -10,7 +10,7 @@ import pytest
 from cluster_fixtures import leftovers, run
 
 from iostack import cluster as harness
-from iostack import inventory
+from iostack.site import inventory
 from iostack_rfm import nodestate
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from iostack import paths
+from iostack.core import paths
 
 
 def run(cmd):

@@ -17,7 +17,9 @@ import time
 
 import pytest
 
-from iostack import bundle, paths, spack
+from iostack.core import paths
+from iostack.offline import bundle
+from iostack.spack import runner
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
@@ -28,8 +30,8 @@ LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "ior", "io500", "netcdf-outp
 @pytest.fixture(scope="session")
 def spack_available():
     try:
-        return spack.locate()
-    except spack.SpackMissing as e:
+        return runner.locate()
+    except runner.SpackMissing as e:
         if os.environ.get("IOSTACK_REQUIRE_SPACK"):
             pytest.fail(f"Spack tier required (IOSTACK_REQUIRE_SPACK) but: {e}")
         pytest.skip(f"Spack tier skipped: {e}")
@@ -143,7 +145,7 @@ def scratch_cache(tmp_path):
     own registered mirrors and an empty key ring. Returns (env, cache)."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    spack_root, spack_packages = spack.locate()
+    spack_root, spack_packages = runner.locate()
     (cache / "spack").symlink_to(spack_root)
     (cache / "spack-packages").symlink_to(spack_packages)
     return {"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""}, cache

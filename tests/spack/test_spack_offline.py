@@ -8,11 +8,19 @@ import subprocess
 import tarfile
 
 import pytest
-from conftest import (LOCAL_BUILT, built_from_source, fetched_urls, installed_from_cache,
-                      installed_prefixes, iostack, register_source_mirror, shared_bundle)
+from conftest import (
+    LOCAL_BUILT,
+    built_from_source,
+    fetched_urls,
+    installed_from_cache,
+    installed_prefixes,
+    iostack,
+    register_source_mirror,
+    shared_bundle,
+)
 
-from iostack import bundle, paths, pins
-
+from iostack.core import paths, pins
+from iostack.offline import bundle
 
 # metkit's configuration files, from ECMWF's metkitlib wheel on PyPI (see its recipe)
 METKIT_CONFIGS_SHA256 = "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1"

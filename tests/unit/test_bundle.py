@@ -8,7 +8,9 @@ import tarfile
 import pytest
 import yaml
 
-from iostack import bundle, pins, spack
+from iostack.core import pins
+from iostack.offline import bundle
+from iostack.spack import runner
 
 COMMIT = pins.SPACK["commit"]
 
@@ -163,7 +165,7 @@ GOOD_THEN_BUILD = ("gpg: Good signature from \"iostack build cache\" [ultimate]\
 ], ids=["missing-source", "tampered", "build-failure", "unknown-key", "verified-then-build-failure",
         "longer-root"])
 def test_spack_errors_become_one_line(stderr, line):
-    assert spack.error_line(stderr) == line
+    assert runner.error_line(stderr) == line
 
 
 def test_spack_carrying_its_own_config_is_found(tmp_path):
@@ -172,7 +174,7 @@ def test_spack_carrying_its_own_config_is_found(tmp_path):
     (etc / "defaults").mkdir()
     for shipped in ("include.yaml", "README.md", "site/README.md", "defaults/config.yaml"):
         (etc / shipped).write_text("x")
-    assert spack.foreign_config(tmp_path) == []
+    assert runner.foreign_config(tmp_path) == []
     (etc / "site" / "packages.yaml").write_text("packages: {}")
     (etc / "mirrors.yaml").write_text("mirrors: {}")
-    assert spack.foreign_config(tmp_path) == [etc / "mirrors.yaml", etc / "site" / "packages.yaml"]
+    assert runner.foreign_config(tmp_path) == [etc / "mirrors.yaml", etc / "site" / "packages.yaml"]

@@ -4,7 +4,9 @@ import subprocess
 
 import pytest
 
-from iostack import paths, setup, spack
+from iostack.core import paths
+from iostack.offline import setup
+from iostack.spack import runner
 
 
 def iostack(*args, env=None):
@@ -41,14 +43,14 @@ def fake_spack(tmp_path, monkeypatch):
 
 
 def test_spack_location_prefers_spack_root(tmp_path, monkeypatch, fake_spack):
-    assert spack.locate() == (tmp_path / "a", tmp_path / "p")
+    assert runner.locate() == (tmp_path / "a", tmp_path / "p")
     monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "missing"))
-    with pytest.raises(spack.SpackMissing, match="spack-packages"):
-        spack.locate()
+    with pytest.raises(runner.SpackMissing, match="spack-packages"):
+        runner.locate()
 
 
 def test_spack_environment_isolates_user_config(tmp_path, fake_spack):
-    env = spack.environment(tmp_path / "root")
+    env = runner.environment(tmp_path / "root")
     assert env["SPACK_DISABLE_LOCAL_CONFIG"] == "1"
     assert env["IOSTACK_ROOT"] == tmp_path / "root"
     assert str(env["SPACK_USER_CACHE_PATH"]).startswith(str(tmp_path / "root"))
@@ -76,7 +78,7 @@ def test_apt_list_has_the_local_stack():
 
 
 def test_commands_are_printed_before_they_run(capsys):
-    from iostack.run import run
+    from iostack.core.process import run
 
     run(["true"], env_extra={"A": "b c"}, cwd="/")
     assert capsys.readouterr().out.strip() == "+ cd / && A='b c' true"
@@ -84,7 +86,7 @@ def test_commands_are_printed_before_they_run(capsys):
 
 def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     root = tmp_path / "root"
-    env_dir = spack.deployed_env("local", root)
+    env_dir = runner.deployed_env("local", root)
     assert env_dir == root / "spack-env" / "sites" / "local"
     assert (env_dir / "spack.yaml").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.yaml").read_text()
     # Spack's state survives a refresh; a file the checkout no longer has does not
@@ -92,7 +94,7 @@ def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     (env_dir / ".spack-env" / "transaction_lock").write_text("")
     (env_dir / "stale.yaml").write_text("x")
     (env_dir / "spack.lock").write_text("{}")
-    spack.deployed_env("local", root)
+    runner.deployed_env("local", root)
     assert (env_dir / ".spack-env" / "transaction_lock").exists()
     assert not (env_dir / "stale.yaml").exists()
     assert (env_dir / "spack.lock").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text()

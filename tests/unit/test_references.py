@@ -6,7 +6,8 @@ import math
 import pytest
 import yaml
 
-from iostack import baseline, paths, references
+from iostack.core import paths
+from iostack.regression import baseline, references
 
 REFS = references.REFERENCES_DIR
 CHECKS = paths.REFRAME_DIR / "checks"

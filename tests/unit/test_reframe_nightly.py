@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from iostack import filesystems, nightly, reframe, runlock
+from iostack.core import filesystems, runlock
+from iostack.regression import nightly, reframe
 
 
 def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, timed_out=False,
@@ -144,7 +145,7 @@ def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monk
     assert e.value.code == 2 and calls == []
     err = capsys.readouterr().err
     assert "mode nightly must run StackSmokeCheck, which did not load" in err
-    assert "lib/iostack/nightly.py MODES" in err
+    assert "lib/iostack/regression/nightly.py MODES" in err
 
 
 @pytest.mark.parametrize(("system", "site", "expected"), [

@@ -1,6 +1,6 @@
 """Releases: ids, verdicts, atomic switch and rollback, what prune keeps, and deploy's rule
-that only a release whose regression passed becomes current (lib/iostack/releases.py,
-lib/iostack/deploy.py), on release trees made here; tests/spack/test_spack_releases.py
+that only a release whose regression passed becomes current (lib/iostack/deployment/releases.py,
+lib/iostack/deployment/deploy.py), on release trees made here; tests/spack/test_spack_releases.py
 does the same with real Spack builds."""
 import datetime
 import hashlib
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from iostack import deploy, releases
+from iostack.deployment import deploy, releases
 
 
 def write_tree(path, modules=("fdb/5.10.8",)):
@@ -254,7 +254,7 @@ def test_deploy_records_a_build_failure(monkeypatch, fake_build):
 def iostack(*args):
     import subprocess
 
-    from iostack import paths
+    from iostack.core import paths
     return subprocess.run([str(paths.REPO / "bin" / "iostack"), *map(str, args)],
                           capture_output=True, text=True)
 
@@ -304,7 +304,7 @@ def test_deploy_records_a_regression_that_could_not_run(fake_build):
 
 
 def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeypatch):
-    from iostack import nightly
+    from iostack.regression import nightly
 
     path = make_release(tmp_path, IDS[0])
     held = []
@@ -322,7 +322,7 @@ def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeyp
 
 
 def test_a_release_results_db_is_its_deployments(tmp_path, monkeypatch):
-    from iostack import results
+    from iostack.regression import results
 
     monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
     path = make_release(tmp_path, IDS[0])

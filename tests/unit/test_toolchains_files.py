@@ -110,7 +110,7 @@ def test_readme_site_table_names_existing_files():
 def _setup_module():
     import sys
     sys.path.insert(0, str(REPO / "lib"))
-    from iostack import setup
+    from iostack.offline import setup
     return setup
 
 

@@ -13,8 +13,9 @@ import re
 import shutil
 import subprocess
 
-from iostack import bundle, paths, pins
-from iostack.run import CommandFailed, die, run
+from iostack.core import paths, pins
+from iostack.core.process import CommandFailed, die, run
+from iostack.offline import bundle
 
 
 class SpackMissing(RuntimeError):

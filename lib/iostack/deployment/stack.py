@@ -10,7 +10,7 @@ import json
 import os
 import pathlib
 
-from iostack import paths
+from iostack.core import paths
 
 SITES = paths.SPACK_ENV_SITES
 
@@ -57,8 +57,8 @@ class RootSpec:
 
 def lock_path(site: str) -> pathlib.Path:
     """The site's committed spack.lock; in a release's regression (IOSTACK_ROOT is the
-    release, lib/iostack/releases.py) the lock that release was built from."""
-    from iostack import releases
+    release, lib/iostack/deployment/releases.py) the lock that release was built from."""
+    from iostack.deployment import releases
 
     tree = pathlib.Path(os.environ.get("IOSTACK_ROOT") or "/")
     if releases.is_release(tree) and (tree / releases.LOCK).is_file():

@@ -12,7 +12,7 @@ files' own mentions of Core are rewritten the same way (`present_as`).
 Lmod reads the cache of the current release through an lmodrc.lua naming
 `<root>/current/lmod/cache` (ansible role `lmod`; `rc_text` here):
 
-    python3 -m iostack.lmodcache bench [--root DEPLOYMENT] [--generated 2000] [--runs 10]
+    python3 -m iostack.deployment.lmodcache bench [--root DEPLOYMENT] [--generated 2000] [--runs 10]
 
 times both commands on the deployment's current tree and on a generated tree of about 2,000
 modules (a mid-sized centre), with hyperfine, and prints the medians with their spread.
@@ -250,7 +250,7 @@ def format_rows(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m iostack.lmodcache", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python3 -m iostack.deployment.lmodcache", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="time module avail/spider with and without the cache")

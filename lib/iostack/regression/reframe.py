@@ -14,8 +14,8 @@ import threading
 import time
 from typing import NamedTuple
 
-from iostack import paths
-from iostack.run import die, show
+from iostack.core import paths
+from iostack.core.process import die, show
 
 LMOD_CMD_DEFAULTS = ("/usr/share/lmod/lmod/libexec/lmod", "/opt/lmod/lmod/libexec/lmod")
 #: after SIGINT at the deadline, ReFrame cancels its jobs; this long, then it is killed
@@ -41,7 +41,7 @@ def lmod_cmd():
 
 
 def environment(root_dir: pathlib.Path) -> dict:
-    from iostack import releases
+    from iostack.deployment import releases
 
     modulepath = str(root_dir / "modulefiles" / "Core")
     if os.environ.get("MODULEPATH"):

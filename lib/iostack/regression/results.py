@@ -15,8 +15,9 @@ import pathlib
 import subprocess
 from typing import NamedTuple
 
-from iostack import paths, reframe
-from iostack.run import die, show
+from iostack.core import paths
+from iostack.core.process import die, show
+from iostack.regression import reframe
 
 ALL_TIME = "19700101T0000+0000:now"
 
@@ -25,12 +26,12 @@ def db_path(root: pathlib.Path) -> pathlib.Path:
     """The results DB of a deployment: RFM_SQLITE_DB_FILE (ReFrame's own variable, for a
     root on a file system without reliable POSIX locks), else the configuration's
     <root>/reframe/results.db."""
-    from iostack import releases
+    from iostack.deployment import releases
 
     moved = os.environ.get("RFM_SQLITE_DB_FILE")
     if moved:
         return pathlib.Path(os.path.expandvars(moved))
-    # a release's sessions are stored with its deployment's (lib/iostack/releases.py)
+    # a release's sessions are stored with its deployment's (lib/iostack/deployment/releases.py)
     return releases.deployment_of(root) / "reframe" / "results.db"
 
 

@@ -1,8 +1,8 @@
 """Render an FDB5 config from the repository's template: for one check's run (in the job,
-`PYTHONPATH=<repo>/lib python3 -m iostack.fdbconfig`) and for a deployment (`bin/iostack
+`PYTHONPATH=<repo>/lib python3 -m iostack.deployment.fdbconfig`) and for a deployment (`bin/iostack
 deploy`, in process). Standard library only.
 
-    python3 -m iostack.fdbconfig --root DIR --out FILE [--schema PATH]
+    python3 -m iostack.deployment.fdbconfig --root DIR --out FILE [--schema PATH]
 
 The schema is found where the FDB in use installed it: FDB5_SCHEMA if set, then
 $FDB_ROOT/etc/fdb/schema (Spack installs; the module sets FDB_ROOT), then /etc/fdb/schema

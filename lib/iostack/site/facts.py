@@ -15,8 +15,8 @@ import functools
 import pathlib
 import re
 
-from iostack import paths
-from iostack.run import die
+from iostack.core import paths
+from iostack.core.process import die
 
 FACTS = paths.REPO / "sites"
 SCHEMA = FACTS / "schema.yaml"

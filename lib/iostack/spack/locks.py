@@ -12,7 +12,8 @@ import subprocess
 import tempfile
 import time
 
-from iostack import paths, spack
+from iostack.core import paths
+from iostack.spack import runner
 
 
 class ConcretizationFailed(RuntimeError):
@@ -26,15 +27,15 @@ def fresh_lock(site: str) -> tuple[dict, float]:
         shutil.copytree(paths.REPO / "spack-env", tree,
                         ignore=shutil.ignore_patterns(".spack-env", "spack.lock"))
         env = {**os.environ, **{k: str(v) for k, v in
-                                spack.environment(pathlib.Path(tmp) / "root").items()}}
+                                runner.environment(pathlib.Path(tmp) / "root").items()}}
         start = time.monotonic()
         # through spack_offsite.py: a cluster's compilers are taken to target its libc
-        proc = subprocess.run([str(spack.spack_bin()), "-e", str(tree / "sites" / site), "python",
+        proc = subprocess.run([str(runner.spack_bin()), "-e", str(tree / "sites" / site), "python",
                                str(paths.REPO / "lib" / "iostack" / "spack_offsite.py"),
                                "concretize", "--fresh", "--force"],
                               env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise ConcretizationFailed(f"{site}: {spack.error_line(proc.stderr)}")
+            raise ConcretizationFailed(f"{site}: {runner.error_line(proc.stderr)}")
         elapsed = time.monotonic() - start
         return json.loads((tree / "sites" / site / "spack.lock").read_text()), elapsed
 

@@ -2,7 +2,7 @@
 one file that set-up, `bundle` and the Ansible spack_stack role all read. Bump them there."""
 import json
 
-from iostack import paths
+from iostack.core import paths
 
 PINS_FILE = paths.REPO / "pins.json"
 _PINS = json.loads(PINS_FILE.read_text())

@@ -5,8 +5,10 @@ import shutil
 import subprocess
 import sys
 
-from iostack import bundle, paths, pins, spack
-from iostack.run import CommandFailed, die, run
+from iostack.core import paths, pins
+from iostack.core.process import CommandFailed, die, run
+from iostack.offline import bundle
+from iostack.spack import runner
 
 APT_LIST = paths.REPO / "apt-packages.txt"
 
@@ -131,7 +133,7 @@ def spack_from_bundle(source: pathlib.Path):
         die(str(e))
     if (source / "buildcache").is_dir():
         try:
-            spack.trust_buildcache_keys(cache / "mirrors" / "buildcache")
+            runner.trust_buildcache_keys(cache / "mirrors" / "buildcache")
         except CommandFailed as e:
             die(f"could not trust the bundle's build cache keys: {e}")
     complete_source_mirror(cache / "mirrors" / "source")
@@ -144,11 +146,11 @@ def complete_source_mirror(mirror: pathlib.Path, site: str = "local"):
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="iostack-setup-") as tmp:
-        proc = spack.spack(["mirror", "create", "--directory", mirror, "--all"],
+        proc = runner.spack(["mirror", "create", "--directory", mirror, "--all"],
                            pathlib.Path(tmp), site=site, check=False, capture_stderr=True)
     if proc.returncode != 0:
         print(f"iostack: note: the offline mirror lacks sources of site {site} that could not "
-              f"be fetched here ({spack.error_line(proc.stderr)}); `deploy --site {site}` "
+              f"be fetched here ({runner.error_line(proc.stderr)}); `deploy --site {site}` "
               "will need them")
 
 def spack_checkout(source_bundle: pathlib.Path | None):
@@ -164,12 +166,12 @@ def spack_checkout(source_bundle: pathlib.Path | None):
                 _clone(pins.SPACK_PACKAGES, cache / "spack-packages")
         except CommandFailed:
             print("iostack: note: could not clone Spack (no network?). Spack is optional for "
-                  "set-up and tests; `deploy` needs it. " + spack.HOW_TO_PROVIDE)
+                  "set-up and tests; `deploy` needs it. " + runner.HOW_TO_PROVIDE)
             return
     try:
-        root, pkgs = spack.locate()
-        ver = spack.version(root)
-    except spack.SpackMissing as e:
+        root, pkgs = runner.locate()
+        ver = runner.version(root)
+    except runner.SpackMissing as e:
         print(f"iostack: note: {e}")
         return
     if ver < pins.SPACK_MIN_VERSION:

@@ -3,8 +3,8 @@ morning. For each test case its latest result, with the reference band its value
 meet; per check and performance variable, a PNG of its values over time with the band and
 the failed points marked, and below it every point with the release it ran on (linked to
 the page's release table) and that release's lock sha256. The sessions come from
-ReFrame's results DB (iostack.results); the releases from the deployment
-(iostack.releases).
+ReFrame's results DB (iostack.regression.results); the releases from the deployment
+(iostack.deployment.releases).
 
 Variables of a sweep within one job, named `<variable>_<axis>_<count>` (FDB writers,
 NetCDF ranks), are drawn against the count instead, one chart per check, variable and axis
@@ -20,8 +20,9 @@ import os
 import pathlib
 import re
 
-from iostack import references, releases, results
-from iostack.run import die
+from iostack.core.process import die
+from iostack.deployment import releases
+from iostack.regression import references, results
 
 
 def bounds(ref, lower, upper):

@@ -26,8 +26,8 @@ import pathlib
 import shutil
 import tarfile
 
-from iostack import paths, pins
-from iostack.run import run
+from iostack.core import paths, pins
+from iostack.core.process import run
 
 SUMS = "SHA256SUMS"
 # Payload a bundle may hold besides SHA256SUMS; every file in them must be covered by it.
@@ -241,7 +241,7 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
     import subprocess
     import sys
 
-    from iostack import mirrors, spack
+    from iostack.spack import mirrors, runner
 
     commit = subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
@@ -263,7 +263,7 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
 
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         extract(tar, top / "iostack")
-    spack_root, spack_packages = spack.locate()
+    spack_root, spack_packages = runner.locate()
     _archive(pins.SPACK, paths.cache(), spack_root, top)
     _archive(pins.SPACK_PACKAGES, paths.cache(), spack_packages, top)
     mirrors.create_source_mirror(site, root, top / "mirror")
@@ -274,7 +274,7 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
     # install time, and the air-gapped node has only what the bundle holds
     run([sys.executable, "-m", "pip", "wheel", "-q", "-w", top / "wheels",
          "-r", paths.REPO / "requirements.txt"])
-    from iostack import samples
+    from iostack.regression import samples
 
     for name in samples.SOURCES:
         samples.fetch(name, top / "samples")

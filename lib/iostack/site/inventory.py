@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from iostack import paths
+from iostack.core import paths
 
 
 class InventoryError(RuntimeError):

@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 
-from iostack.run import die
+from iostack.core.process import die
 
 POLL = 2.0
 

@@ -319,7 +319,7 @@ def remove(releases: list[Release]) -> None:
 def collect_garbage(root: pathlib.Path, kept: list[Release]) -> None:
     """Uninstall what no remaining release's environment needs, with Spack's own `spack gc`
     (link and run dependencies of their roots, and build dependencies of roots, stay)."""
-    from iostack import spack
+    from iostack.spack import runner
 
     building = [r.id for r in listing(root) if r.in_progress()]
     if building:
@@ -335,7 +335,7 @@ def collect_garbage(root: pathlib.Path, kept: list[Release]) -> None:
         return
     # the first environment is active for its configuration only (the install tree is
     # <root>/opt there, not Spack's default); with -e given, gc keeps what they all need
-    spack.checked(["-e", envs[0], "gc", "-y", "-b", *[a for e in envs for a in ("-e", e)]], root,
+    runner.checked(["-e", envs[0], "gc", "-y", "-b", *[a for e in envs for a in ("-e", e)]], root,
                   what="removing the installs no remaining release uses")
 
 
@@ -364,7 +364,7 @@ def tree_under_test(root: pathlib.Path) -> pathlib.Path:
 
 def results_db(tree: pathlib.Path) -> pathlib.Path | None:
     """The results DB every release's regression is stored in (None: not a release)."""
-    from iostack import results
+    from iostack.regression import results
 
     if not is_release(tree):
         return None

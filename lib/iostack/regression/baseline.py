@@ -17,8 +17,8 @@ import datetime
 import pathlib
 import statistics
 
-from iostack import references, results
-from iostack.run import die
+from iostack.core.process import die
+from iostack.regression import references, results
 
 
 def _usable(tc: dict) -> bool:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pathlib
 import re
 
-from iostack import spack
-from iostack.run import die
+from iostack.core.process import die
+from iostack.spack import runner
 
 KEY_NAME = "iostack build cache"
 KEY_EMAIL = "iostack-buildcache@localhost"
@@ -23,7 +23,7 @@ KEY_EMAIL = "iostack-buildcache@localhost"
 
 def create_source_mirror(site: str, root: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
     dest.mkdir(parents=True, exist_ok=True)
-    spack.checked(["mirror", "create", "--directory", dest, "--all"], root, site=site,
+    runner.checked(["mirror", "create", "--directory", dest, "--all"], root, site=site,
                   what=f"creating the source mirror of {site}")
     print(f"iostack: source mirror of site {site}: {dest}")
     return dest
@@ -35,16 +35,16 @@ def signing_key(root: pathlib.Path, key_file: pathlib.Path | None) -> str:
     if key_file:
         if not key_file.is_file():
             die(f"signing key {key_file} does not exist")
-        spack.checked(["gpg", "trust", key_file], root, what=f"importing the key {key_file}")
-    out = spack.spack(["gpg", "list", "--signing"], root, capture=True, check=False).stdout
+        runner.checked(["gpg", "trust", key_file], root, what=f"importing the key {key_file}")
+    out = runner.spack(["gpg", "list", "--signing"], root, capture=True, check=False).stdout
     keys = re.findall(r"^\s*([0-9A-F]{40})\s*$", out, re.M)
     if not keys:
         if key_file:
             die(f"{key_file} holds no secret key to sign with (export it with "
                 "`gpg --export-secret-keys`)")
-        spack.checked(["gpg", "create", KEY_NAME, KEY_EMAIL], root,
+        runner.checked(["gpg", "create", KEY_NAME, KEY_EMAIL], root,
                       what="creating the build cache signing key")
-        out = spack.spack(["gpg", "list", "--signing"], root, capture=True).stdout
+        out = runner.spack(["gpg", "list", "--signing"], root, capture=True).stdout
         keys = re.findall(r"^\s*([0-9A-F]{40})\s*$", out, re.M)
     return keys[-1] if key_file else keys[0]
 
@@ -53,9 +53,9 @@ def push(site: str, root: pathlib.Path, dest: pathlib.Path,
          key_file: pathlib.Path | None = None) -> pathlib.Path:
     key = signing_key(root, key_file)
     dest.mkdir(parents=True, exist_ok=True)
-    spack.checked(["buildcache", "push", "--key", key, "--update-index", "--with-build-dependencies",
+    runner.checked(["buildcache", "push", "--key", key, "--update-index", "--with-build-dependencies",
                    dest], root, site=site, what=f"pushing site {site} to the build cache {dest}")
-    spack.checked(["gpg", "publish", "--directory", dest, "--update-index", key], root,
+    runner.checked(["gpg", "publish", "--directory", dest, "--update-index", key], root,
                   what=f"publishing the signing key in {dest}")
     print(f"iostack: build cache of site {site}, signed with {key}: {dest}")
     return dest

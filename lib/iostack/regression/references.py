@@ -4,7 +4,7 @@ ReFrame 4.10 can read references from YAML itself (`reference = {'$ref': 'file.y
 but its format is strict: every leaf must be a reference tuple, so a number cannot carry
 where it came from. These files add that, and this module turns them into the plain
 `reference` dict a check sets (iostack_rfm.base) and writes what `bin/iostack
-record-baseline` records (iostack.baseline). File: `reframe-tests/references/<check
+record-baseline` records (iostack.regression.baseline). File: `reframe-tests/references/<check
 module>.yaml`.
 
     FdbThroughputCheck:                      # the check class
@@ -36,7 +36,7 @@ import sys
 
 import yaml
 
-from iostack import paths
+from iostack.core import paths
 
 #: IOSTACK_RFM_REFERENCES moves them (a site keeping its baselines elsewhere; the tests)
 REFERENCES_DIR = paths.references_dir()

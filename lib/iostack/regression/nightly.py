@@ -7,7 +7,7 @@ sha256 of the site's spack.lock, so each stored result names the exact stack; `r
 
 A run passes only when ReFrame passed and its record is kept. Before it starts: the mode
 is one of MODES, the root is writable and not full, no other run holds the root
-(iostack.runlock: a second run waits), ReFrame knows the system, and every check the mode
+(iostack.core.runlock: a second run waits), ReFrame knows the system, and every check the mode
 must run loaded (ReFrame only warns about a check file that fails to import). After it:
 the run's own report (`--report-file`, never the newest in the directory) has test cases
 (ReFrame reports PASSED when none was selected, ReFrame issue #3599, and 4.10 has no
@@ -28,9 +28,11 @@ import subprocess
 import time
 from typing import NamedTuple
 
-from iostack import (filesystems, paths, reframe, references, releases, results, roots, runlock,
-                     sites, stack)
-from iostack.run import die
+from iostack.core import filesystems, paths, runlock
+from iostack.core.process import die
+from iostack.deployment import releases, roots, stack
+from iostack.regression import references, reframe, results
+from iostack.site import facts
 
 RC_NO_TESTS = 3
 RC_NOT_STORED = 4
@@ -59,7 +61,7 @@ MODES = {
                                           "NetcdfOutputScalingCheck"}),
 }
 WHERE_MODES = ("reframe-tests/config/iostack.py `modes` (their checks and bounds: "
-               "lib/iostack/nightly.py MODES)")
+               "lib/iostack/regression/nightly.py MODES)")
 
 
 def git_commit() -> str:
@@ -110,12 +112,12 @@ def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
     listing = reframe.list_checks(system, root, mode)
     config = paths.REFRAME_CONFIG.relative_to(paths.REPO)
     if "requested system" in listing.error:
-        known = ", ".join(sites.reframe_systems())
+        known = ", ".join(facts.reframe_systems())
         whose = f"site {site} has no ReFrame system {system!r}" if system == site else \
             f"ReFrame system {system!r} is not defined"
         die(f"{whose}: systems are defined in {config} `systems` ({known}); nothing was run")
     if "invalid mode" in listing.error:
-        die(f"mode {mode!r} is not defined in {config} `modes`, though lib/iostack/nightly.py "
+        die(f"mode {mode!r} is not defined in {config} `modes`, though lib/iostack/regression/nightly.py "
             "MODES has it; nothing was run")
     if listing.rc != 0 or listing.error:
         die(f"ReFrame refused to start: {listing.error or f'exit code {listing.rc}'}; "
@@ -124,7 +126,7 @@ def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
     if missing:
         why = "; ".join(listing.skipped) or "no test of theirs has the mode's tags"
         die(f"mode {mode} must run {', '.join(missing)}, which did not load ({why}); the "
-            "checks each mode must run are listed in lib/iostack/nightly.py MODES; "
+            "checks each mode must run are listed in lib/iostack/regression/nightly.py MODES; "
             "nothing was run")
 
 
@@ -134,7 +136,7 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, syst
     state = root / "reframe"
     if outcome.timed_out:
         print(f"iostack: error: mode {mode} ran out of its wall-clock bound "
-              f"({_duration(MODES[mode].wall_clock_seconds)}, lib/iostack/nightly.py MODES): "
+              f"({_duration(MODES[mode].wall_clock_seconds)}, lib/iostack/regression/nightly.py MODES): "
               "ReFrame was interrupted and its jobs cancelled; the session is not stored")
         return RC_TIME_UP
     full = filesystems.full(state) or filesystems.full(results.db_path(root))
@@ -186,8 +188,7 @@ def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
         extras = ",".join(f"{k}={v}" for k, v in session_extras(site).items())
         cluster, env_extra = None, {}
         if local_slurm:
-            from iostack import cluster as multinode
-            from iostack import slurm
+            from iostack import cluster as multinode, slurm
 
             if system == "local-cluster":
                 cluster = multinode.LocalCluster(root / "cluster")

@@ -3,7 +3,7 @@ variables override every default."""
 import os
 import pathlib
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 LIB = REPO / "lib"
 SPACK_ENV_SITES = REPO / "spack-env" / "sites"
 ANSIBLE_INVENTORIES = REPO / "ansible" / "inventories"
@@ -22,7 +22,7 @@ def references_dir() -> pathlib.Path:
 
 
 def job_pythonpath() -> str:
-    """PYTHONPATH of a job that runs the job-side tools (`python3 -m iostack.fdbconfig`,
+    """PYTHONPATH of a job that runs the job-side tools (`python3 -m iostack.deployment.fdbconfig`,
     `python3 -m iostack_rfm.gribcompare`, ...): stdlib only, so any python3 runs them."""
     return f"{LIB}:{REFRAME_DIR}"
 
