@@ -186,6 +186,7 @@ def cmd_record_baseline(args):
 
 
 def cmd_store_report(args):
+    from iostack.deployment import layout
     from iostack.regression import results
 
     site = facts.check_site(args.site)
@@ -194,7 +195,7 @@ def cmd_store_report(args):
         die(f"no deployment root at {root} (no {root / 'reframe'}): check --root / IOSTACK_ROOT")
     for report in args.reports:
         uuid = results.store(args.system or site, root, pathlib.Path(report).resolve())
-        print(f"iostack: session {uuid} of {report} stored in {results.db_path(root)}")
+        print(f"iostack: session {uuid} of {report} stored in {layout.results_db(root)}")
     return 0
 
 

@@ -46,8 +46,8 @@ from reframe.core.exceptions import SanityError
 from reframe.core.logging import getlogger
 
 from iostack.core import filesystems, paths
-from iostack.deployment import stack
 from iostack.regression import references
+from iostack.site import facts as site_facts
 from iostack_rfm import slots, steps
 
 # Open MPI refuses to start as root unless told twice; CI containers run as root.
@@ -144,7 +144,7 @@ class IostackMixin(rfm.RegressionTestPlugin):
         if section is None or references.has_baseline(section, partition,
                                                       self.reference_variant):
             return
-        site = stack.site_of_system(self.current_system.name)
+        site = site_facts.site_of_system(self.current_system.name)
         getlogger().warning(
             f'{self.display_name}: no baseline for {partition} in {path.name}, so its '
             f'reference cannot be met and the check fails until one is recorded: run the '

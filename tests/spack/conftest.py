@@ -19,7 +19,7 @@ import pytest
 
 from iostack.core import paths
 from iostack.offline import bundle
-from iostack.spack import runner
+from iostack.spack import config, runner
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
@@ -152,9 +152,9 @@ def scratch_cache(tmp_path):
 
 
 def register_source_mirror(cache: pathlib.Path, mirror: pathlib.Path) -> None:
-    f = bundle.registered_mirrors_file(cache)
+    f = config.registered_mirrors_file(cache)
     f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(bundle.mirrors_yaml(mirror, None))
+    config.write_mirrors(f, bundle.bundle_mirrors(mirror, None), replace=True, written_by="the Spack tier")
 
 
 def shared_bundle() -> pathlib.Path:

@@ -21,6 +21,7 @@ from conftest import (
 
 from iostack.core import paths, pins
 from iostack.offline import bundle
+from iostack.spack import config
 
 # metkit's configuration files, from ECMWF's metkitlib wheel on PyPI (see its recipe)
 METKIT_CONFIGS_SHA256 = "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1"
@@ -88,7 +89,7 @@ def test_setup_from_the_bundle_unpacks_the_pinned_spack_and_registers_its_mirror
         assert bundle.installed_commit(cache / tree) == pin["commit"]
         assert not (cache / f"{tree}.partial").exists()
     assert (cache / "spack" / "bin" / "spack").is_file()
-    registered = bundle.registered_mirrors_file(cache).read_text()
+    registered = config.registered_mirrors_file(cache).read_text()
     assert "mirrors::" in registered and (cache / "mirrors" / "source").as_uri() in registered
     registered = archive_digests(cache / "mirrors" / "source")
     # the bundle's sources, and what local's recipes take from elsewhere: metkit's configs

@@ -10,7 +10,7 @@ import yaml
 
 from iostack.core import pins
 from iostack.offline import bundle
-from iostack.spack import runner
+from iostack.spack import config, runner
 
 COMMIT = pins.SPACK["commit"]
 
@@ -108,7 +108,8 @@ def test_an_existing_tree_at_another_commit_is_not_replaced(tmp_path):
 
 
 def test_registered_mirrors_replace_spacks_public_one(tmp_path):
-    text = bundle.mirrors_yaml(tmp_path / "source", tmp_path / "cache dir")
+    text = config.mirrors_yaml(bundle.bundle_mirrors(tmp_path / "source", tmp_path / "cache dir"),
+                               replace=True, written_by="test")
     assert text.splitlines()[1] == "mirrors::"
     (mirrors,) = yaml.safe_load(text).values()
     assert mirrors["iostack-source"] == {"url": (tmp_path / "source").as_uri(),

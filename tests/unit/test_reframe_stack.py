@@ -38,12 +38,6 @@ def test_every_site_lock_parses_into_unique_keys(site):
     assert len(keys) == len(set(keys))
 
 
-def test_site_of_a_scheduler_variant_is_the_site():
-    assert stack.site_of_system("local-slurm") == "local"
-    assert stack.site_of_system("local") == "local"
-    assert stack.site_of_system("cray-ex") == "cray-ex"
-
-
 def spec(name, version, deps=(), external=None, build_system="cmake", craype=None):
     params = {"build_system": build_system}
     if craype:

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from iostack.deployment import deploy, releases
+from iostack.deployment import deploy, layout, releases
 
 
 def write_tree(path, modules=("fdb/5.10.8",)):
@@ -191,8 +191,8 @@ def test_session_extras_and_results_db_of_a_release(tmp_path):
     path = make_release(tmp_path, IDS[0])
     assert releases.session_extras(path) == [
         "--session-extras", f"release={IDS[0]},spack_lock_sha256={'ab' * 32}"]
-    assert releases.results_db(path) == tmp_path / "reframe" / "results.db"
-    assert releases.session_extras(tmp_path) == [] and releases.results_db(tmp_path) is None
+    assert layout.release_results_db(path) == tmp_path / "reframe" / "results.db"
+    assert releases.session_extras(tmp_path) == [] and layout.release_results_db(tmp_path) is None
     releases.switch(tmp_path, IDS[0])
     assert releases.tree_under_test(tmp_path) == path.resolve()
 
@@ -322,8 +322,6 @@ def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeyp
 
 
 def test_a_release_results_db_is_its_deployments(tmp_path, monkeypatch):
-    from iostack.regression import results
-
     monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
     path = make_release(tmp_path, IDS[0])
-    assert results.db_path(path) == results.db_path(tmp_path) == tmp_path / "reframe" / "results.db"
+    assert layout.results_db(path) == layout.results_db(tmp_path) == tmp_path / "reframe" / "results.db"

@@ -66,7 +66,10 @@ def test_every_tree_names_only_sites_with_facts():
     # an inventory per site, or per system of a site with nodes of its own (local-cluster)
     assert set(site_facts.ansible_sites()) - facts - systems == set()
     assert set(site_facts.reframe_systems()) - systems == set()
-    assert site_facts.site_of_system("local-slurm") == "local"
+    assert [site_facts.site_of_system(s) for s in ("local", "local-slurm", "local-cluster",
+                                                   "cray-ex")] == ["local", "local", "local", "cray-ex"]
+    with pytest.raises(site_facts.FactsError, match="no sites/<site>.yaml lists ReFrame system 'nowhere'"):
+        site_facts.site_of_system("nowhere")
 
 
 def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp_path):

@@ -19,10 +19,10 @@ import shutil
 import subprocess
 from collections.abc import Callable
 
-from iostack.core import paths
+from iostack.core import paths, provenance
 from iostack.core.process import die
 from iostack.deployment import fdbconfig, lmodcache, releases, roots
-from iostack.spack import runner
+from iostack.spack import config, runner
 
 
 def install_meta_modules(root_dir):
@@ -60,13 +60,9 @@ def use_buildcache(root: pathlib.Path, cache_dir: pathlib.Path) -> None:
     <root>/spack-config/mirrors.yaml). Its signatures are checked against the keys this node
     already trusts, never against keys the cache itself ships: whoever can write the cache
     could ship theirs."""
-    cache_dir = cache_dir.resolve()
-    conf = root / "spack-config" / "mirrors.yaml"
-    conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text("# written by `bin/iostack deploy --buildcache`\nmirrors:\n"
-                    "  iostack-deploy-buildcache:\n"
-                    f"    url: {cache_dir.as_uri()}\n"
-                    "    source: false\n    binary: true\n    signed: true\n")
+    config.write_mirrors(config.deployment_mirrors_file(root),
+                         [config.build_cache("iostack-deploy-buildcache", cache_dir)],
+                         replace=False, written_by="`bin/iostack deploy --buildcache`")
 
 
 def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
@@ -118,11 +114,9 @@ def deploy(site: str, root: pathlib.Path, buildcache: pathlib.Path | None = None
            regression: Regression | None = None, switch: bool = True) -> int:
     """Build a release; run `regression(release dir, ReFrame session options)` on it; switch
     `current` to it if that returned 0 (and `switch`). Returns the exit status."""
-    from iostack.regression import nightly
-
     roots.require_writable(root)
     print(f"iostack: deploying site {site} into {root}")
-    release = releases.create(root, site, nightly.git_commit(),
+    release = releases.create(root, site, provenance.git_commit(),
                               paths.SPACK_ENV_SITES / site / releases.LOCK)
     print(f"iostack: release {release.id}: {release.path}")
     with releases.building(release):

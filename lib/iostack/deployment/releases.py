@@ -34,10 +34,8 @@ import shutil
 import socket
 import time
 
-RELEASES = "releases"
-CURRENT = "current"
-META = "release.json"
-LOCK = "spack.lock"
+from iostack.deployment.layout import CURRENT, LOCK, META, RELEASES, is_release
+
 HISTORY = "switches.log"
 
 # regression verdicts; only PASSED is switched to without --force
@@ -100,15 +98,6 @@ def new_id(commit: str, lock_sha256: str, when: datetime.datetime) -> str:
 
 def releases_dir(root: pathlib.Path) -> pathlib.Path:
     return root / RELEASES
-
-
-def is_release(tree: pathlib.Path) -> bool:
-    return tree.parent.name == RELEASES and (tree / META).is_file()
-
-
-def deployment_of(tree: pathlib.Path) -> pathlib.Path:
-    """The deployment root a release belongs to (a tree that is no release is its own)."""
-    return tree.parent.parent if is_release(tree) else tree
 
 
 # --- metadata ------------------------------------------------------------------------
@@ -360,17 +349,6 @@ def tree_under_test(root: pathlib.Path) -> pathlib.Path:
     if (root / CURRENT).is_symlink():
         return (root / CURRENT).resolve()
     return root
-
-
-def results_db(tree: pathlib.Path) -> pathlib.Path | None:
-    """The results DB every release's regression is stored in (None: not a release)."""
-    from iostack.regression import results
-
-    if not is_release(tree):
-        return None
-    db = results.db_path(tree)
-    db.parent.mkdir(parents=True, exist_ok=True)
-    return db
 
 
 def session_extras(tree: pathlib.Path) -> list[str]:

@@ -10,7 +10,7 @@ import tempfile
 
 from iostack.core import filesystems
 from iostack.core.process import die
-from iostack.regression import results
+from iostack.deployment import layout
 
 
 def require_writable(root: pathlib.Path, subdir: str = "") -> pathlib.Path:
@@ -33,7 +33,7 @@ def require_writable(root: pathlib.Path, subdir: str = "") -> pathlib.Path:
 
 def require_results(root: pathlib.Path, site: str) -> pathlib.Path:
     """The results DB a reading command reads, which must exist already."""
-    db = results.db_path(root)
+    db = layout.results_db(root)
     if db.is_file():
         return db
     where = ("set by RFM_SQLITE_DB_FILE" if os.environ.get("RFM_SQLITE_DB_FILE")

@@ -11,6 +11,7 @@ import os
 import pathlib
 
 from iostack.core import paths
+from iostack.deployment import layout
 
 SITES = paths.SPACK_ENV_SITES
 
@@ -58,24 +59,10 @@ class RootSpec:
 def lock_path(site: str) -> pathlib.Path:
     """The site's committed spack.lock; in a release's regression (IOSTACK_ROOT is the
     release, lib/iostack/deployment/releases.py) the lock that release was built from."""
-    from iostack.deployment import releases
-
     tree = pathlib.Path(os.environ.get("IOSTACK_ROOT") or "/")
-    if releases.is_release(tree) and (tree / releases.LOCK).is_file():
-        return tree / releases.LOCK
+    if layout.is_release(tree) and (tree / layout.LOCK).is_file():
+        return tree / layout.LOCK
     return SITES / site / "spack.lock"
-
-
-def site_of_system(system: str) -> str:
-    """The site a ReFrame system runs: itself, or `<site>` for `<site>-<scheduler>`."""
-    name = system
-    while name:
-        if (SITES / name / "spack.yaml").is_file():
-            return name
-        if "-" not in name:
-            break
-        name = name.rsplit("-", 1)[0]
-    return system
 
 
 def _providers(spec: dict, specs: dict, virtuals, transitive: bool = False) -> list[dict]:

@@ -14,20 +14,20 @@ four entries only):
 
 `bin/iostack setup --spack-bundle DIR` verifies it, unpacks Spack and spack-packages into
 the cache directory after checking their commits against pins.json, and registers the
-mirror and build cache for every site (see `registered_mirrors_file`). `bin/iostack bundle`
+mirror and build cache for every site (see `spack.config.registered_mirrors_file`). `bin/iostack bundle`
 writes one (a single tar file holding such a directory).
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import pathlib
 import shutil
 import tarfile
 
-from iostack.core import paths, pins
+from iostack.core import paths, pins, provenance
 from iostack.core.process import run
+from iostack.spack import config
 
 SUMS = "SHA256SUMS"
 # Payload a bundle may hold besides SHA256SUMS; every file in them must be covered by it.
@@ -161,26 +161,10 @@ def keep_archives(bundle: pathlib.Path, cache: pathlib.Path) -> None:
         shutil.copy2(bundle / pin["archive"], cache / "archives" / pin["archive"])
 
 
-def registered_mirrors_file(cache: pathlib.Path | None = None) -> pathlib.Path:
-    """The Spack config file, outside every site, that set-up writes the bundle's mirrors to;
-    spack-env/common/mirrors.yaml includes it, so every site on this node uses them."""
-    return (cache or paths.cache()) / "spack-config" / "mirrors.yaml"
-
-
-def mirrors_yaml(source: pathlib.Path | None, binary: pathlib.Path | None) -> str:
-    """`mirrors::` replaces Spack's default public mirror: on a node set up from a bundle,
-    nothing is fetched from anywhere but the bundle's mirrors. (Written with the standard
-    library, before the venv exists; json.dumps quotes each value as YAML reads it.)"""
-    lines = ["# written by `bin/iostack setup --spack-bundle`", "mirrors::"]
-    if source:
-        lines += ["  iostack-source:", f"    url: {json.dumps(source.as_uri())}",
-                  "    source: true", "    binary: false"]
-    if binary:
-        lines += ["  iostack-buildcache:", f"    url: {json.dumps(binary.as_uri())}",
-                  "    source: false", "    binary: true", "    signed: true"]
-    if not (source or binary):
-        lines[-1] += " {}"
-    return "\n".join(lines) + "\n"
+def bundle_mirrors(source: pathlib.Path | None, binary: pathlib.Path | None) -> list[config.Mirror]:
+    """The mirrors of a bundle copied to `source` and `binary` (either may be None)."""
+    return ([config.source_mirror("iostack-source", source)] if source else []) + (
+        [config.build_cache("iostack-buildcache", binary)] if binary else [])
 
 
 def install_tree(src: pathlib.Path, dest: pathlib.Path) -> None:
@@ -203,9 +187,9 @@ def register(bundle: pathlib.Path, cache: pathlib.Path) -> pathlib.Path:
     if (bundle / "buildcache").is_dir():
         binary = cache / "mirrors" / "buildcache"
         install_tree(bundle / "buildcache", binary)
-    out = registered_mirrors_file(cache)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(mirrors_yaml(source, binary))
+    # replacing Spack's public mirror: nothing is fetched from anywhere but the bundle's
+    out = config.write_mirrors(config.registered_mirrors_file(cache), bundle_mirrors(source, binary),
+                               replace=True, written_by="`bin/iostack setup --spack-bundle`")
     for kind, where in (("source mirror", source), ("build cache", binary)):
         if where:
             print(f"iostack: registered the bundle's {kind} {where} for every site ({out})")
@@ -243,13 +227,10 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
 
     from iostack.spack import mirrors, runner
 
-    commit = subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = provenance.head_commit()
     if not commit:
         raise SystemExit("iostack: error: bundle needs the repository as a git checkout")
-    dirty = subprocess.run(["git", "-C", str(paths.REPO), "status", "--porcelain",
-                            "--untracked-files=no"], capture_output=True, text=True).stdout
-    if dirty:
+    if provenance.has_changes():
         print(f"iostack: note: the bundle holds commit {commit[:12]}; uncommitted changes "
               "are not in it")
     work = out.with_name(out.name + ".partial.d")

@@ -24,13 +24,12 @@ import datetime
 import hashlib
 import os
 import pathlib
-import subprocess
 import time
 from typing import NamedTuple
 
-from iostack.core import filesystems, paths, runlock
+from iostack.core import filesystems, paths, provenance, runlock
 from iostack.core.process import die
-from iostack.deployment import releases, roots, stack
+from iostack.deployment import layout, roots, stack
 from iostack.regression import references, reframe, results
 from iostack.site import facts
 
@@ -64,24 +63,13 @@ WHERE_MODES = ("reframe-tests/config/iostack.py `modes` (their checks and bounds
                "lib/iostack/regression/nightly.py MODES)")
 
 
-def git_commit() -> str:
-    """HEAD's commit, with `-dirty` when the work tree has changes."""
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=paths.REPO, capture_output=True,
-                              text=True).stdout.strip()
-    commit = git("rev-parse", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no"):
-        commit += "-dirty"
-    return commit
-
-
 def spack_lock_sha256(site: str) -> str:
     lock = stack.lock_path(site)
     return hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else "none"
 
 
 def session_extras(site: str) -> dict[str, str]:
-    return {"site": site, "commit": git_commit(), "spack_lock_sha256": spack_lock_sha256(site)}
+    return {"site": site, "commit": provenance.git_commit(), "spack_lock_sha256": spack_lock_sha256(site)}
 
 
 def mode_of(name: str) -> Mode:
@@ -139,7 +127,7 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, syst
               f"({_duration(MODES[mode].wall_clock_seconds)}, lib/iostack/regression/nightly.py MODES): "
               "ReFrame was interrupted and its jobs cancelled; the session is not stored")
         return RC_TIME_UP
-    full = filesystems.full(state) or filesystems.full(results.db_path(root))
+    full = filesystems.full(state) or filesystems.full(layout.results_db(root))
     report = results.read_report(report_path) if report_path.is_file() else None
     if report is None:
         if full:
@@ -169,7 +157,7 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, syst
         return outcome.rc or (1 if full else 0)
     reason = outcome.notes.get("store_failed", "ReFrame did not say it stored it")
     print(f"iostack: error: session {uuid} was NOT stored in the results DB "
-          f"{results.db_path(root)} ({reason}); its report is kept: once the DB is repaired "
+          f"{layout.results_db(root)} ({reason}); its report is kept: once the DB is repaired "
           f"or moved aside, run `bin/iostack store-report --site {site} --system {system} "
           f"--root {root} {report_path}`")
     return outcome.rc or RC_NOT_STORED
@@ -180,7 +168,7 @@ def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
     state = roots.require_writable(root, "reframe")
     # one run at a time on a deployment, whichever of its releases each tests
-    shared = roots.require_writable(releases.deployment_of(root), "reframe")
+    shared = roots.require_writable(layout.deployment_of(root), "reframe")
     with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
         preflight(site, system, root, mode)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from iostack.core import paths
 from iostack.core.process import die, show
+from iostack.deployment import layout
 
 LMOD_CMD_DEFAULTS = ("/usr/share/lmod/lmod/libexec/lmod", "/opt/lmod/lmod/libexec/lmod")
 #: after SIGINT at the deadline, ReFrame cancels its jobs; this long, then it is killed
@@ -41,8 +42,6 @@ def lmod_cmd():
 
 
 def environment(root_dir: pathlib.Path) -> dict:
-    from iostack.deployment import releases
-
     modulepath = str(root_dir / "modulefiles" / "Core")
     if os.environ.get("MODULEPATH"):
         modulepath += ":" + os.environ["MODULEPATH"]
@@ -54,8 +53,9 @@ def environment(root_dir: pathlib.Path) -> dict:
         "IOSTACK_ROOT": root_dir,
     }
     # a release's sessions go in its deployment's one results DB, beside the other releases'
-    if releases.results_db(root_dir):
-        env["RFM_SQLITE_DB_FILE"] = releases.results_db(root_dir)
+    db = layout.release_results_db(root_dir)
+    if db:
+        env["RFM_SQLITE_DB_FILE"] = db
     return env
 
 

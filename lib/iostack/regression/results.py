@@ -17,22 +17,10 @@ from typing import NamedTuple
 
 from iostack.core import paths
 from iostack.core.process import die, show
+from iostack.deployment import layout
 from iostack.regression import reframe
 
 ALL_TIME = "19700101T0000+0000:now"
-
-
-def db_path(root: pathlib.Path) -> pathlib.Path:
-    """The results DB of a deployment: RFM_SQLITE_DB_FILE (ReFrame's own variable, for a
-    root on a file system without reliable POSIX locks), else the configuration's
-    <root>/reframe/results.db."""
-    from iostack.deployment import releases
-
-    moved = os.environ.get("RFM_SQLITE_DB_FILE")
-    if moved:
-        return pathlib.Path(os.path.expandvars(moved))
-    # a release's sessions are stored with its deployment's (lib/iostack/deployment/releases.py)
-    return releases.deployment_of(root) / "reframe" / "results.db"
 
 
 def stored_sessions(system: str, root: pathlib.Path, period: str = ALL_TIME) -> list[dict]:
@@ -84,7 +72,7 @@ def store(system: str, root: pathlib.Path, report_path: pathlib.Path) -> str:
         site_config.add_sticky_option("storage/sqlite_db_file", os.environ["RFM_SQLITE_DB_FILE"])
     site_config.select_subconfig(system)
     rfm_runtime.init_runtime(site_config)
-    db = db_path(root)
+    db = layout.results_db(root)
     try:
         return StorageBackend.default().store(report, str(report_path))
     except sqlite3.IntegrityError:

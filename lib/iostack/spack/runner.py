@@ -15,7 +15,7 @@ import subprocess
 
 from iostack.core import paths, pins
 from iostack.core.process import CommandFailed, die, run
-from iostack.offline import bundle
+from iostack.spack import config
 
 
 class SpackMissing(RuntimeError):
@@ -81,7 +81,7 @@ def environment(root_dir: pathlib.Path, release: pathlib.Path | None = None) -> 
         # build cache keys this node trusts (and signs with), outside the Spack tree
         "SPACK_GNUPGHOME": paths.cache() / "gpg",
         # spack-env/common/mirrors.yaml includes the mirrors set-up registered there
-        "IOSTACK_SPACK_CONFIG": bundle.registered_mirrors_file().parent,
+        "IOSTACK_SPACK_CONFIG": config.registered_mirrors_file().parent,
         "IOSTACK_ROOT": root_dir,
         "IOSTACK_RELEASE": release or root_dir,
         "IOSTACK_REPO": paths.REPO,
@@ -184,7 +184,10 @@ def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None
     env = environment(root_dir or paths.cache() / "spack-state")
     pathlib.Path(env["SPACK_GNUPGHOME"]).mkdir(parents=True, exist_ok=True, mode=0o700)
     with tempfile.TemporaryDirectory() as scope:
-        (pathlib.Path(scope) / "mirrors.yaml").write_text(bundle.mirrors_yaml(None, cache_dir))
+        # that cache as the only mirror (`mirrors::`)
+        config.write_mirrors(pathlib.Path(scope) / "mirrors.yaml",
+                             [config.build_cache("iostack-buildcache", cache_dir)], replace=True,
+                             written_by="iostack.spack.runner.trust_buildcache_keys")
         run([spack_bin(), "-C", scope, "buildcache", "keys", "--install", "--trust", "--force"],
             env_extra=env)
     ring = subprocess.run([str(spack_bin()), "gpg", "list", "--trusted"], capture_output=True,
