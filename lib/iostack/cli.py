@@ -5,7 +5,8 @@ import pathlib
 import sys
 
 from iostack.core import paths
-from iostack.core.process import die, run
+from iostack.core.errors import IostackError
+from iostack.core.process import run
 from iostack.site import facts
 from iostack.spack import runner
 
@@ -19,7 +20,7 @@ def cmd_setup(args):
 def cmd_test(args):
     python = paths.venv() / "bin" / "python"
     if not python.exists():
-        die("no venv: run bin/iostack setup first")
+        raise IostackError("no venv: run bin/iostack setup first")
     return run([python, "-m", "pytest", *args.pytest_args], cwd=paths.REPO, check=False).returncode
 
 
@@ -29,39 +30,33 @@ def cmd_sites(args):
     return 0
 
 
-def _spack_or_die():
-    try:
-        runner.locate()
-    except runner.SpackMissing as e:
-        die(str(e))
+def _require_spack():
+    runner.locate()  # SpackMissing says what is missing
 
 
 def cmd_spack(args):
     facts.check_site(args.site)
-    _spack_or_die()
+    _require_spack()
     root = paths.deploy_root(args.site, args.root)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
     return runner.spack(spack_args, root, site=args.site, check=False).returncode
 
 
 def cmd_deploy(args):
-    from iostack.deployment import deploy, releases
+    from iostack.deployment import deploy
     from iostack.regression import nightly
 
     site = facts.check_site(args.site)
-    _spack_or_die()
+    _require_spack()
     root = paths.deploy_root(site, args.root)
 
     def regression(tree, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check
         return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode)
 
-    try:
-        return deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache),
-                             None if args.skip_regression else regression,
-                             switch=not args.no_switch)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    return deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache),
+                         None if args.skip_regression else regression,
+                         switch=not args.no_switch)
 
 
 def cmd_releases(args):
@@ -69,14 +64,11 @@ def cmd_releases(args):
 
     site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
-    try:
-        if not releases.listing(root):
-            print(f"iostack: no releases in {releases.releases_dir(root)}: "
-                  f"bin/iostack deploy --site {site} makes one")
-            return 0
-        print(releases.table(root))
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    if not releases.listing(root):
+        print(f"iostack: no releases in {releases.releases_dir(root)}: "
+              f"bin/iostack deploy --site {site} makes one")
+        return 0
+    print(releases.table(root))
     return 0
 
 
@@ -85,10 +77,7 @@ def cmd_switch(args):
 
     site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
-    try:
-        old, seconds = releases.switch(root, args.release, force=args.force)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    old, seconds = releases.switch(root, args.release, force=args.force)
     print(f"iostack: current: {old or '(none)'} -> {args.release} ({seconds * 1000:.1f} ms)")
     return 0
 
@@ -99,12 +88,9 @@ def cmd_prune(args):
     site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     if not (args.keep_installs or args.dry_run):
-        _spack_or_die()
-    try:
-        gone, kept = releases.prune(root, args.keep, dry_run=args.dry_run,
-                                    garbage=not args.keep_installs)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+        _require_spack()
+    gone, kept = releases.prune(root, args.keep, dry_run=args.dry_run,
+                                garbage=not args.keep_installs)
     what = "would remove" if args.dry_run else "removed"
     print(f"iostack: {what} {len(gone)} release(s): {', '.join(gone) or 'none'}; "
           f"kept {len(kept)}: {', '.join(kept)}")
@@ -115,7 +101,7 @@ def cmd_mirror_create(args):
     from iostack.spack import mirrors
 
     site = facts.check_site(args.site)
-    _spack_or_die()
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "mirror"
     mirrors.create_source_mirror(site, root, dest)
@@ -126,7 +112,7 @@ def cmd_buildcache_push(args):
     from iostack.spack import mirrors
 
     site = facts.check_site(args.site)
-    _spack_or_die()
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "buildcache"
     mirrors.push(site, root, dest, pathlib.Path(args.key).resolve() if args.key else None)
@@ -137,7 +123,7 @@ def cmd_bundle(args):
     from iostack.offline import bundle
 
     site = facts.check_site(args.site)
-    _spack_or_die()
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     bundle.write(site, root, pathlib.Path(args.output).resolve(),
                  pathlib.Path(args.buildcache).resolve() if args.buildcache else None)
@@ -192,7 +178,8 @@ def cmd_store_report(args):
     site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     if not (root / "reframe").is_dir():
-        die(f"no deployment root at {root} (no {root / 'reframe'}): check --root / IOSTACK_ROOT")
+        raise IostackError(f"no deployment root at {root} (no {root / 'reframe'}): check --root / "
+                           "IOSTACK_ROOT")
     for report in args.reports:
         uuid = results.store(args.system or site, root, pathlib.Path(report).resolve())
         print(f"iostack: session {uuid} of {report} stored in {layout.results_db(root)}")
@@ -202,7 +189,7 @@ def cmd_store_report(args):
 def cmd_lock(args):
     from iostack.spack import locks
 
-    _spack_or_die()
+    _require_spack()
     chosen = args.sites or facts.spack_sites()
     for site in chosen:
         facts.check_site(site)
@@ -378,6 +365,10 @@ def main(argv=None):
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except IostackError as e:
+        # the one place a failure becomes a line and an exit status
+        print(f"iostack: error: {e}", file=sys.stderr)
+        return e.exit_code
     except OSError as e:
         # A path the operator gave that cannot be used (read-only, missing, full) is one
         # line naming the path; other exceptions are bugs and keep their traceback.

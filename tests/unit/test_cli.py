@@ -5,6 +5,7 @@ import subprocess
 import pytest
 
 from iostack.core import paths
+from iostack.core.errors import IostackError
 from iostack.offline import setup
 from iostack.spack import runner
 
@@ -61,9 +62,9 @@ def test_setup_without_root_prints_the_apt_line_and_stops(monkeypatch, capsys):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     ran = []
     monkeypatch.setattr(setup, "run", lambda *a, **k: ran.append(a))
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(IostackError, match="2 system packages missing") as e:
         setup.system_packages(skip_apt=False)
-    assert e.value.code == 2
+    assert e.value.exit_code == 2
     err = capsys.readouterr().err
     assert "apt-get install -y --no-install-recommends fdb5 lmod" in err
     assert ran == []

@@ -12,9 +12,8 @@ def test_the_three_sites_exist(site):
     assert facts.check_site(site) == site
 
 
-def test_unknown_site_is_a_clear_error(capsys):
-    with pytest.raises(SystemExit) as e:
+def test_unknown_site_is_a_clear_error():
+    with pytest.raises(facts.FactsError) as e:
         facts.check_site("nowhere")
-    assert e.value.code == 2
-    err = capsys.readouterr().err
-    assert "unknown site 'nowhere'" in err and "local" in err
+    assert e.value.exit_code == 2
+    assert "unknown site 'nowhere'" in str(e.value) and "local" in str(e.value)

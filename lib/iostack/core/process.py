@@ -5,8 +5,10 @@ import subprocess
 import sys
 import threading
 
+from iostack.core.errors import Failed
 
-class CommandFailed(RuntimeError):
+
+class CommandFailed(Failed):
     def __init__(self, cmd, rc):
         super().__init__(f"command failed with exit code {rc}: {shlex.join(map(str, cmd))}")
         self.rc = rc
@@ -54,7 +56,3 @@ def _tee(stream, collected):
         sys.stderr.flush()
         collected.append(line)
 
-
-def die(message, rc=2):
-    print(f"iostack: error: {message}", file=sys.stderr)
-    raise SystemExit(rc)

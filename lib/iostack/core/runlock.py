@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 
-from iostack.core.process import die
+from iostack.core.errors import Failed
 
 POLL = 2.0
 
@@ -50,8 +50,8 @@ def hold(path: pathlib.Path, deadline: float):
             except BlockingIOError:
                 holder = _holder(fd)
                 if time.monotonic() >= deadline:
-                    die(f"another run holds {path} ({holder}) and this run's time is up; "
-                        "nothing was run", rc=1)
+                    raise Failed(f"another run holds {path} ({holder}) and this run's time "
+                                 "is up; nothing was run") from None
                 if holder != said:
                     print(f"iostack: waiting for the run holding {path}: {holder}", flush=True)
                     said = holder

@@ -20,7 +20,7 @@ import subprocess
 from collections.abc import Callable
 
 from iostack.core import paths, provenance
-from iostack.core.process import die
+from iostack.core.errors import Failed, IostackError
 from iostack.deployment import fdbconfig, lmodcache, releases, roots
 from iostack.spack import config, runner
 
@@ -95,8 +95,8 @@ def build(site: str, root: pathlib.Path, release: releases.Release,
         # Spack fails the fetch of an environment whose specs are all installed (a release
         # of a lock an earlier release installed): nothing to fetch, go on
         if fetch.returncode and "No uninstalled specs" not in fetch.stderr:
-            die(f"fetching the sources of site {site} failed: {runner.error_line(fetch.stderr)}",
-                rc=1)
+            raise Failed(f"fetching the sources of site {site} failed: "
+                         f"{runner.error_line(fetch.stderr)}")
         runner.checked(["install", "--fail-fast"], root, site=site, release=rel,
                       what=f"installing site {site}")
     runner.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
@@ -129,8 +129,9 @@ def deploy(site: str, root: pathlib.Path, buildcache: pathlib.Path | None = None
         return 0
     try:
         rc = regression(release.path, releases.session_extras(release.path))
-    except BaseException as e:  # it could not run to its end (one line said why)
-        releases.record(release, regression=releases.FAILED, regression_rc=getattr(e, "code", None))
+    except BaseException as e:  # it could not run to its end (its error says why)
+        releases.record(release, regression=releases.FAILED,
+                        regression_rc=getattr(e, "exit_code", getattr(e, "code", None)))
         raise
     releases.record(release, regression=releases.PASSED if rc == 0 else releases.FAILED,
                     regression_rc=rc)
@@ -159,5 +160,5 @@ def check_buildcache_arg(value: str | None) -> pathlib.Path | None:
         return None
     path = pathlib.Path(value)
     if not path.is_dir():
-        die(f"build cache {path} is not a directory")
+        raise IostackError(f"build cache {path} is not a directory")
     return path

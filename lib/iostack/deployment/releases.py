@@ -34,6 +34,7 @@ import shutil
 import socket
 import time
 
+from iostack.core.errors import Failed
 from iostack.deployment.layout import CURRENT, LOCK, META, RELEASES, is_release
 
 HISTORY = "switches.log"
@@ -46,7 +47,7 @@ PASSED = "passed"
 FAILED = "failed"
 
 
-class ReleaseError(RuntimeError):
+class ReleaseError(Failed):
     """A release operation refused, with the reason in one line."""
 
 

@@ -9,7 +9,7 @@ import pathlib
 import tempfile
 
 from iostack.core import filesystems
-from iostack.core.process import die
+from iostack.core.errors import Failed, IostackError
 from iostack.deployment import layout
 
 
@@ -23,11 +23,12 @@ def require_writable(root: pathlib.Path, subdir: str = "") -> pathlib.Path:
         with tempfile.NamedTemporaryFile(dir=path, prefix=".iostack-write-test-"):
             pass
     except OSError as e:
-        die((e.errno == errno.ENOSPC and filesystems.full(path))
-            or f"deployment root {root} is not writable: {e.strerror}: {e.filename}")
+        raise IostackError((e.errno == errno.ENOSPC and filesystems.full(path))
+                           or f"deployment root {root} is not writable: {e.strerror}: "
+                              f"{e.filename}") from None
     full = filesystems.full(path)
     if full:
-        die(f"{full}: free space there or choose another --root")
+        raise IostackError(f"{full}: free space there or choose another --root")
     return path
 
 
@@ -38,5 +39,5 @@ def require_results(root: pathlib.Path, site: str) -> pathlib.Path:
         return db
     where = ("set by RFM_SQLITE_DB_FILE" if os.environ.get("RFM_SQLITE_DB_FILE")
              else f"deployment root {root}" + (" exists" if root.is_dir() else " does not exist"))
-    die(f"no results DB at {db} ({where}): check --root / IOSTACK_ROOT, or run "
-        f"`bin/iostack nightly --site {site}` first", rc=1)
+    raise Failed(f"no results DB at {db} ({where}): check --root / IOSTACK_ROOT, or run "
+                 f"`bin/iostack nightly --site {site}` first")

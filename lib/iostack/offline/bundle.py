@@ -26,6 +26,7 @@ import shutil
 import tarfile
 
 from iostack.core import paths, pins, provenance
+from iostack.core.errors import IostackError
 from iostack.core.process import run
 from iostack.spack import config
 
@@ -37,7 +38,7 @@ CHECKED_DIRS = ("mirror", "buildcache", "wheels", "samples")
 COMMIT_MARKER = ".iostack-commit"
 
 
-class BundleError(RuntimeError):
+class BundleError(IostackError):
     """A bundle that must not be used; the message is the one line the admin sees."""
 
 
@@ -229,7 +230,7 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
 
     commit = provenance.head_commit()
     if not commit:
-        raise SystemExit("iostack: error: bundle needs the repository as a git checkout")
+        raise BundleError("bundle needs the repository as a git checkout")
     if provenance.has_changes():
         print(f"iostack: note: the bundle holds commit {commit[:12]}; uncommitted changes "
               "are not in it")

@@ -6,7 +6,8 @@ import subprocess
 import sys
 
 from iostack.core import paths, pins
-from iostack.core.process import CommandFailed, die, run
+from iostack.core.errors import IostackError
+from iostack.core.process import CommandFailed, run
 from iostack.offline import bundle
 from iostack.spack import runner
 
@@ -43,8 +44,8 @@ def foreign_architectures(pkgs):
 
 def system_packages(skip_apt: bool):
     if not shutil.which("dpkg-query"):
-        die("this set-up knows Debian and Ubuntu (apt); install the packages in "
-            f"{APT_LIST.name} with your distribution's tools, then run with --skip-apt")
+        raise IostackError("this set-up knows Debian and Ubuntu (apt); install the packages in "
+                           f"{APT_LIST.name} with your distribution's tools, then run with --skip-apt")
     pkgs = apt_packages()
     missing = missing_apt_packages(pkgs)
     if not missing:
@@ -56,7 +57,7 @@ def system_packages(skip_apt: bool):
         first = "".join(f"{' '.join(c)} && " for c in add_arch)
         print("iostack: these system packages are missing; as root, run:\n"
               f"  {first}apt-get update && {' '.join(apt_line)}", file=sys.stderr)
-        die(f"{len(missing)} system packages missing (set-up needs root for apt)")
+        raise IostackError(f"{len(missing)} system packages missing (set-up needs root for apt)")
     env = {"DEBIAN_FRONTEND": "noninteractive"}
     for cmd in add_arch:
         run(cmd)
@@ -73,8 +74,8 @@ def system_python():
                              capture_output=True, text=True).stdout.strip()
         if out == "True":
             return candidate
-    die("Python 3.11 or newer is needed (ansible-core 2.19); on Ubuntu 22.04: "
-        "apt-get install python3.11 python3.11-venv")
+    raise IostackError("Python 3.11 or newer is needed (ansible-core 2.19); on Ubuntu 22.04: "
+                       "apt-get install python3.11 python3.11-venv")
 
 
 def python_tools(wheels: pathlib.Path | None = None):
@@ -108,34 +109,32 @@ def _clone(pin: dict, dest: pathlib.Path):
         if commit == pin["commit"]:
             print(f"iostack: {dest} is at {pin['tag']} ({commit[:12]})")
             return
-        die(f"{dest} is at {(commit or 'an unknown commit')[:12]}, not at the pinned "
-            f"{pin['tag']} ({pin['commit'][:12]}); remove it and run set-up again")
+        raise IostackError(f"{dest} is at {(commit or 'an unknown commit')[:12]}, not at the "
+                           f"pinned {pin['tag']} ({pin['commit'][:12]}); remove it and run set-up "
+                           "again")
     dest.parent.mkdir(parents=True, exist_ok=True)
     run(["git", "-c", "advice.detachedHead=false", "clone", "-q", "--depth", "1",
          "--branch", pin["tag"], pin["url"], dest], env_extra={"GIT_TERMINAL_PROMPT": "0"})
     head = bundle.installed_commit(dest)
     if head != pin["commit"]:
         shutil.rmtree(dest)
-        die(f"{pin['url']} tag {pin['tag']} is {(head or 'unknown')[:12]}, not the pinned "
-            f"{pin['commit'][:12]}")
+        raise IostackError(f"{pin['url']} tag {pin['tag']} is {(head or 'unknown')[:12]}, not the "
+                           f"pinned {pin['commit'][:12]}")
 
 
 def spack_from_bundle(source: pathlib.Path):
     """Verify an offline bundle, unpack its Spack and spack-packages, register its mirrors."""
     cache = paths.cache()
-    try:
-        bundle.unpack(source / pins.SPACK["archive"], cache / "spack", pins.SPACK)
-        bundle.unpack(source / pins.SPACK_PACKAGES["archive"], cache / "spack-packages",
-                      pins.SPACK_PACKAGES)
-        bundle.keep_archives(source, cache)
-        bundle.register(source, cache)
-    except bundle.BundleError as e:
-        die(str(e))
+    bundle.unpack(source / pins.SPACK["archive"], cache / "spack", pins.SPACK)
+    bundle.unpack(source / pins.SPACK_PACKAGES["archive"], cache / "spack-packages",
+                  pins.SPACK_PACKAGES)
+    bundle.keep_archives(source, cache)
+    bundle.register(source, cache)
     if (source / "buildcache").is_dir():
         try:
             runner.trust_buildcache_keys(cache / "mirrors" / "buildcache")
         except CommandFailed as e:
-            die(f"could not trust the bundle's build cache keys: {e}")
+            raise IostackError(f"could not trust the bundle's build cache keys: {e}") from e
     complete_source_mirror(cache / "mirrors" / "source")
 
 
@@ -175,8 +174,8 @@ def spack_checkout(source_bundle: pathlib.Path | None):
         print(f"iostack: note: {e}")
         return
     if ver < pins.SPACK_MIN_VERSION:
-        die(f"Spack at {root} is {ver[0]}.{ver[1]}; iostack needs >= "
-            f"{'.'.join(map(str, pins.SPACK_MIN_VERSION))}")
+        raise IostackError(f"Spack at {root} is {ver[0]}.{ver[1]}; iostack needs >= "
+                           f"{'.'.join(map(str, pins.SPACK_MIN_VERSION))}")
     print(f"iostack: Spack {ver[0]}.{ver[1]} at {root}, builtin repo at {pkgs}")
 
 
@@ -185,11 +184,8 @@ def main(args):
     if source_bundle:
         source_bundle = pathlib.Path(source_bundle).resolve()
         if not source_bundle.is_dir():
-            die(f"offline bundle {source_bundle} is not a directory")
-        try:  # refuse a damaged bundle before changing anything on the node
-            bundle.verify(source_bundle)
-        except bundle.BundleError as e:
-            die(str(e))
+            raise IostackError(f"offline bundle {source_bundle} is not a directory")
+        bundle.verify(source_bundle)  # a damaged bundle is refused before anything changes
         print(f"iostack: {source_bundle}: every file matches its {bundle.SUMS}")
     system_packages(args.skip_apt)
     wheels = source_bundle / "wheels" if source_bundle and (source_bundle / "wheels").is_dir() else None

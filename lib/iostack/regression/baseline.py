@@ -17,7 +17,7 @@ import datetime
 import pathlib
 import statistics
 
-from iostack.core.process import die
+from iostack.core.errors import Failed
 from iostack.regression import references, results
 
 
@@ -33,13 +33,13 @@ def choose_sessions(sessions: list[dict], system: str, uuid: str | None = None,
         for s in sessions:
             if s["session_info"].get("uuid") == uuid:
                 return [s]
-        die(f"no stored session {uuid}", rc=1)
+        raise Failed(f"no stored session {uuid}")
     chosen = [s for s in sessions
               if any(tc["system"] == system and _usable(tc)
                      for tc in results.last_attempts(s).values())]
     if not chosen:
-        die(f"no stored session has performance values from system {system}: "
-            f"run `bin/iostack nightly --system {system}` first", rc=1)
+        raise Failed(f"no stored session has performance values from system {system}: "
+                     f"run `bin/iostack nightly --system {system}` first")
     return chosen[-count:]
 
 
@@ -115,7 +115,7 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     for path, data in files.items():
         errors = references.validate(data)
         if errors:
-            die(f"{path}: refusing to write invalid references:\n  " + "\n  ".join(errors), rc=1)
+            raise Failed(f"{path}: refusing to write invalid references:\n  " + "\n  ".join(errors))
         references.dump(path, data)
     return written
 
@@ -127,8 +127,8 @@ def main(site: str, system: str, root: pathlib.Path, checks=(), session_uuid=Non
     uuids = ", ".join(s["session_info"].get("uuid", "?") for s in sessions)
     written = record(sessions, system, checks, refs_dir, lower, upper)
     if not written:
-        die(f"session(s) {uuids} have no values to record for system {system}"
-            f"{' and checks ' + ', '.join(checks) if checks else ''}", rc=1)
+        raise Failed(f"session(s) {uuids} have no values to record for system {system}"
+                     f"{' and checks ' + ', '.join(checks) if checks else ''}")
     for path, n in sorted(written.items()):
         print(f"iostack: {path}: {n} value(s) recorded from session(s) {uuids} ({system})")
     print("iostack: review with `git diff reframe-tests/references/` and commit")

@@ -28,7 +28,7 @@ import time
 from typing import NamedTuple
 
 from iostack.core import filesystems, paths, provenance, runlock
-from iostack.core.process import die
+from iostack.core.errors import IostackError
 from iostack.deployment import layout, roots, stack
 from iostack.regression import references, reframe, results
 from iostack.site import facts
@@ -74,7 +74,8 @@ def session_extras(site: str) -> dict[str, str]:
 
 def mode_of(name: str) -> Mode:
     if name not in MODES:
-        die(f"unknown mode {name!r}: modes are {', '.join(MODES)}, defined in {WHERE_MODES}")
+        raise IostackError(f"unknown mode {name!r}: modes are {', '.join(MODES)}, defined in "
+                           f"{WHERE_MODES}")
     return MODES[name]
 
 
@@ -103,19 +104,20 @@ def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
         known = ", ".join(facts.reframe_systems())
         whose = f"site {site} has no ReFrame system {system!r}" if system == site else \
             f"ReFrame system {system!r} is not defined"
-        die(f"{whose}: systems are defined in {config} `systems` ({known}); nothing was run")
+        raise IostackError(f"{whose}: systems are defined in {config} `systems` ({known}); "
+                           "nothing was run")
     if "invalid mode" in listing.error:
-        die(f"mode {mode!r} is not defined in {config} `modes`, though lib/iostack/regression/nightly.py "
-            "MODES has it; nothing was run")
+        raise IostackError(f"mode {mode!r} is not defined in {config} `modes`, though "
+                           "lib/iostack/regression/nightly.py MODES has it; nothing was run")
     if listing.rc != 0 or listing.error:
-        die(f"ReFrame refused to start: {listing.error or f'exit code {listing.rc}'}; "
-            "nothing was run")
+        raise IostackError("ReFrame refused to start: "
+                           f"{listing.error or f'exit code {listing.rc}'}; nothing was run")
     missing = sorted(MODES[mode].checks - listing.checks)
     if missing:
         why = "; ".join(listing.skipped) or "no test of theirs has the mode's tags"
-        die(f"mode {mode} must run {', '.join(missing)}, which did not load ({why}); the "
-            "checks each mode must run are listed in lib/iostack/regression/nightly.py MODES; "
-            "nothing was run")
+        raise IostackError(f"mode {mode} must run {', '.join(missing)}, which did not load "
+                           f"({why}); the checks each mode must run are listed in "
+                           "lib/iostack/regression/nightly.py MODES; nothing was run")
 
 
 def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, system: str,
@@ -187,7 +189,7 @@ def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
             try:
                 cluster.start()
             except (slurm.SlurmUnavailable, slurm.SlurmStartError, multinode.ClusterError) as e:
-                die(f"local Slurm cluster: {e}")
+                raise IostackError(f"local Slurm cluster: {e}") from e
             env_extra.update(cluster.env())
         try:
             outcome = reframe.reframe(

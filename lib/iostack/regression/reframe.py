@@ -15,7 +15,8 @@ import time
 from typing import NamedTuple
 
 from iostack.core import paths
-from iostack.core.process import die, show
+from iostack.core.errors import IostackError
+from iostack.core.process import show
 from iostack.deployment import layout
 
 LMOD_CMD_DEFAULTS = ("/usr/share/lmod/lmod/libexec/lmod", "/opt/lmod/lmod/libexec/lmod")
@@ -38,7 +39,7 @@ def lmod_cmd():
     for c in LMOD_CMD_DEFAULTS:
         if os.path.exists(c):
             return c
-    die("Lmod not found: install it (Debian: apt-get install lmod) or set LMOD_CMD")
+    raise IostackError("Lmod not found: install it (Debian: apt-get install lmod) or set LMOD_CMD")
 
 
 def environment(root_dir: pathlib.Path) -> dict:
@@ -62,7 +63,10 @@ def environment(root_dir: pathlib.Path) -> dict:
 def command(system: str, root_dir: pathlib.Path, mode=None) -> list:
     exe = paths.venv() / "bin" / "reframe"
     if not exe.exists():
-        exe = shutil.which("reframe") or die("ReFrame not found: run bin/iostack setup")
+        found = shutil.which("reframe")
+        if not found:
+            raise IostackError("ReFrame not found: run bin/iostack setup")
+        exe = found
     cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", system, "--prefix", root_dir / "reframe"]
     return cmd + (["--mode", mode] if mode else [])
 

@@ -20,7 +20,7 @@ import os
 import pathlib
 import re
 
-from iostack.core.process import die
+from iostack.core.errors import Failed
 from iostack.deployment import releases
 from iostack.regression import references, results
 
@@ -449,8 +449,8 @@ def main(site: str, system: str, root: pathlib.Path, out: pathlib.Path | None,
          period: str = results.ALL_TIME) -> int:
     sessions = results.stored_sessions(system, root, period)
     if not sessions:
-        die(f"no stored sessions in the results DB under {root / 'reframe'} "
-            f"for {period}: run `bin/iostack nightly --site {site}` first", rc=1)
+        raise Failed(f"no stored sessions in the results DB under {root / 'reframe'} "
+                     f"for {period}: run `bin/iostack nightly --site {site}` first")
     out = out or root / "reframe" / "report"
     index = write(site, sessions, out, root)
     print(f"iostack: report: {index} ({len(list(out.glob('*.png')))} charts)")

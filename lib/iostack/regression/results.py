@@ -16,7 +16,8 @@ import subprocess
 from typing import NamedTuple
 
 from iostack.core import paths
-from iostack.core.process import die, show
+from iostack.core.errors import Failed
+from iostack.core.process import show
 from iostack.deployment import layout
 from iostack.regression import reframe
 
@@ -33,11 +34,11 @@ def stored_sessions(system: str, root: pathlib.Path, period: str = ALL_TIME) -> 
     env = dict(os.environ, **{k: str(v) for k, v in env_extra.items()})
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        die(f"reading the results DB failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}", rc=1)
+        raise Failed(f"reading the results DB failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     try:
         sessions = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        die(f"ReFrame did not print sessions as JSON:\n{proc.stdout[:2000]}", rc=1)
+        raise Failed(f"ReFrame did not print sessions as JSON:\n{proc.stdout[:2000]}") from None
     return sorted(sessions, key=lambda s: s["session_info"].get("time_start_unix", 0))
 
 
@@ -58,7 +59,7 @@ def store(system: str, root: pathlib.Path, report_path: pathlib.Path) -> str:
         report = read_report(report_path)
         uuid = report["session_info"]["uuid"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        die(f"{report_path} is not a ReFrame run report: {e}", rc=1)
+        raise Failed(f"{report_path} is not a ReFrame run report: {e}") from e
     os.environ.update({k: str(v) for k, v in reframe.environment(root).items()})
     import sqlite3
 
@@ -76,9 +77,9 @@ def store(system: str, root: pathlib.Path, report_path: pathlib.Path) -> str:
     try:
         return StorageBackend.default().store(report, str(report_path))
     except sqlite3.IntegrityError:
-        die(f"session {uuid} of {report_path} is already in the results DB {db}", rc=1)
+        raise Failed(f"session {uuid} of {report_path} is already in the results DB {db}") from None
     except (sqlite3.Error, ReframeError, OSError) as e:
-        die(f"storing {report_path} in the results DB {db} failed: {e}", rc=1)
+        raise Failed(f"storing {report_path} in the results DB {db} failed: {e}") from e
 
 
 def last_attempts(session: dict) -> dict[tuple, dict]:

@@ -16,7 +16,7 @@ import pathlib
 import re
 
 from iostack.core import paths
-from iostack.core.process import die
+from iostack.core.errors import IostackError
 
 FACTS = paths.REPO / "sites"
 SCHEMA = FACTS / "schema.yaml"
@@ -24,7 +24,7 @@ SCHEMA = FACTS / "schema.yaml"
 ARCHSPEC_VENDORS = {"AMD": "AuthenticAMD", "Intel": "GenuineIntel"}
 
 
-class FactsError(ValueError):
+class FactsError(IostackError, ValueError):
     """A facts file that is missing, malformed or inconsistent: one line naming the file."""
 
 
@@ -241,11 +241,9 @@ def reframe_systems():
 
 
 def check_site(site: str) -> str:
+    """The site, if it has a Spack environment and sound facts; else FactsError."""
     known = spack_sites()
     if site not in known:
-        die(f"unknown site {site!r}; known sites: {', '.join(known)}")
-    try:
-        load(site)
-    except FactsError as e:
-        die(str(e))
+        raise FactsError(f"unknown site {site!r}; known sites: {', '.join(known)}")
+    load(site)
     return site

@@ -11,9 +11,10 @@ import subprocess
 import sys
 
 from iostack.core import paths
+from iostack.core.errors import IostackError
 
 
-class InventoryError(RuntimeError):
+class InventoryError(IostackError):
     """The inventory could not be read."""
 
 

@@ -14,10 +14,11 @@ import time
 
 from iostack.core import paths
 from iostack.spack import runner
+from iostack.core.errors import Failed
 
 
-class ConcretizationFailed(RuntimeError):
-    pass
+class ConcretizationFailed(Failed):
+    """A site's concretization failed: the site and Spack's reason."""
 
 
 def fresh_lock(site: str) -> tuple[dict, float]:

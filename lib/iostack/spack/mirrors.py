@@ -14,7 +14,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-from iostack.core.process import die
+from iostack.core.errors import IostackError
 from iostack.spack import runner
 
 KEY_NAME = "iostack build cache"
@@ -34,14 +34,14 @@ def signing_key(root: pathlib.Path, key_file: pathlib.Path | None) -> str:
     created on first use."""
     if key_file:
         if not key_file.is_file():
-            die(f"signing key {key_file} does not exist")
+            raise IostackError(f"signing key {key_file} does not exist")
         runner.checked(["gpg", "trust", key_file], root, what=f"importing the key {key_file}")
     out = runner.spack(["gpg", "list", "--signing"], root, capture=True, check=False).stdout
     keys = re.findall(r"^\s*([0-9A-F]{40})\s*$", out, re.M)
     if not keys:
         if key_file:
-            die(f"{key_file} holds no secret key to sign with (export it with "
-                "`gpg --export-secret-keys`)")
+            raise IostackError(f"{key_file} holds no secret key to sign with (export it with "
+                               "`gpg --export-secret-keys`)")
         runner.checked(["gpg", "create", KEY_NAME, KEY_EMAIL], root,
                       what="creating the build cache signing key")
         out = runner.spack(["gpg", "list", "--signing"], root, capture=True).stdout

@@ -14,12 +14,13 @@ import shutil
 import subprocess
 
 from iostack.core import paths, pins
-from iostack.core.process import CommandFailed, die, run
+from iostack.core.errors import Failed, IostackError
+from iostack.core.process import CommandFailed, run
 from iostack.spack import config
 
 
-class SpackMissing(RuntimeError):
-    pass
+class SpackMissing(IostackError):
+    """No usable Spack: what is missing and how to provide it."""
 
 
 class SpackForeignConfig(SpackMissing):
@@ -151,10 +152,10 @@ def error_line(stderr: str) -> str:
 
 
 def checked(args, root_dir, site=None, what="spack", release=None):
-    """Run spack; on failure, stop with one line: what failed and Spack's reason."""
+    """Run spack; on failure, Failed with one line: what failed and Spack's reason."""
     proc = spack(args, root_dir, site=site, release=release, check=False, capture_stderr=True)
     if proc.returncode != 0:
-        die(f"{what} failed: {error_line(proc.stderr)}", rc=1)
+        raise Failed(f"{what} failed: {error_line(proc.stderr)}")
     return proc
 
 
