@@ -26,6 +26,16 @@ def test_ruff(venv_bin):
     run([str(venv_bin / "ruff"), "check", "."])
 
 
+@pytest.mark.parametrize("call", ["subprocess.run(['true'])", "subprocess.Popen(['true'])",
+                                  "subprocess.check_output(['true'])", "os.system('true')"])
+def test_ruff_refuses_a_command_that_bypasses_the_process_layer(venv_bin, call):
+    """Library code starts commands only through iostack.core.process, which prints them."""
+    p = subprocess.run([str(venv_bin / "ruff"), "check", "--no-cache", "--stdin-filename",
+                        "lib/iostack/deployment/probe.py"], input=f"import os\nimport subprocess\n\n{call}\n",
+                       cwd=paths.REPO, capture_output=True, text=True)
+    assert p.returncode == 1 and "TID251" in p.stdout and "iostack.core.process" in p.stdout
+
+
 def test_shellcheck():
     if not shutil.which("shellcheck"):
         pytest.skip("shellcheck not installed (apt: shellcheck)")

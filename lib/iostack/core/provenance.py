@@ -1,14 +1,11 @@
 """Which commit of the repository is running: releases and stored sessions name it."""
 from __future__ import annotations
 
-import subprocess
-
-from iostack.core import paths
+from iostack.core import paths, process
 
 
 def _git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(paths.REPO), *args], capture_output=True,
-                          text=True).stdout.strip()
+    return process.capture(["git", "-C", paths.REPO, *args]).stdout.strip()
 
 
 def head_commit() -> str | None:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-import subprocess
 from collections.abc import Callable
 
-from iostack.core import paths, provenance
+from iostack.core import paths, process, provenance
 from iostack.core.errors import Failed, IostackError
 from iostack.deployment import fdbconfig, lmodcache, releases, roots
 from iostack.spack import config, runner
@@ -72,7 +71,7 @@ def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
     try:
         cache = lmodcache.generate(release.path, seen_as)
         print(f"iostack: Lmod spider cache: {cache}")
-    except (FileNotFoundError, subprocess.CalledProcessError) as e:
+    except (FileNotFoundError, process.CommandFailed) as e:
         detail = getattr(e, "stderr", "") or str(e)
         print(f"iostack: note: no Lmod spider cache for release {release.id} (Lmod walks its "
               f"tree instead): {detail.strip().splitlines()[-1] if detail.strip() else e}")

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 
+from iostack.core import process
 LMOD_LIBEXEC_DEFAULTS = ("/usr/share/lmod/lmod/libexec", "/opt/lmod/lmod/libexec")
 UPDATE_SCRIPT = "update_lmod_system_cache_files"
 
@@ -49,10 +50,9 @@ def timestamp_file(tree: pathlib.Path) -> pathlib.Path:
     return tree / "lmod" / "timestamp"
 
 
-def clean_env() -> dict:
-    """The environment without any loaded modules or Lmod settings of the caller."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("LMOD", "MODULE", "_ModuleTable", "__LMOD"))}
+def lmod_variables() -> list[str]:
+    """The caller's loaded modules and Lmod settings, which the cache is made without."""
+    return [k for k in os.environ if k.startswith(("LMOD", "MODULE", "_ModuleTable", "__LMOD"))]
 
 
 def present_as(tree: pathlib.Path, seen_as: pathlib.Path) -> list[pathlib.Path]:
@@ -86,8 +86,8 @@ def generate(tree: pathlib.Path, seen_as: pathlib.Path) -> pathlib.Path:
                                 "or beside LMOD_CMD")
     core = tree / "modulefiles" / "Core"
     cache = cache_dir(tree)
-    subprocess.run([str(lmod / UPDATE_SCRIPT), "-d", str(cache), "-t", str(timestamp_file(tree)),
-                    str(core)], check=True, env=clean_env(), capture_output=True, text=True)
+    process.capture([lmod / UPDATE_SCRIPT, "-d", cache, "-t", timestamp_file(tree), core],
+                    check=True, env_remove=lmod_variables())
     spider_lua = cache / "spiderT.lua"
     text = re.sub(re.escape(str(core)) + r'(?=[/"])', lambda _: str(seen_as), spider_lua.read_text())
     spider_lua.write_text(text)
@@ -95,7 +95,7 @@ def generate(tree: pathlib.Path, seen_as: pathlib.Path) -> pathlib.Path:
     for compiled in cache.glob("spiderT.luac_*"):
         luac = shutil.which(f"luac{compiled.name.split('_', 1)[1]}") or shutil.which("luac")
         if luac:
-            subprocess.run([luac, "-o", str(compiled), str(spider_lua)], check=True)
+            process.capture([luac, "-o", compiled, spider_lua], check=True)
         else:
             compiled.unlink()
     return cache

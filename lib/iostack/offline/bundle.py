@@ -27,7 +27,7 @@ import tarfile
 
 from iostack.core import paths, pins, provenance
 from iostack.core.errors import IostackError
-from iostack.core.process import run
+from iostack.core.process import capture, run
 from iostack.spack import config
 
 SUMS = "SHA256SUMS"
@@ -148,10 +148,7 @@ def installed_commit(tree: pathlib.Path) -> str | None:
         return marker.read_text().strip()
     head = tree / ".git" / "HEAD"
     if head.is_file():
-        import subprocess
-
-        return subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"],
-                              capture_output=True, text=True).stdout.strip() or None
+        return capture(["git", "-C", tree, "rev-parse", "HEAD"]).stdout.strip() or None
     return None
 
 
@@ -223,7 +220,6 @@ def write_sums(top: pathlib.Path) -> None:
 def write(site: str, root: pathlib.Path, out: pathlib.Path,
           buildcache: pathlib.Path | None = None) -> pathlib.Path:
     """One tar file, iostack-bundle-<site>/ inside, laid out as the module docstring says."""
-    import subprocess
     import sys
 
     from iostack.spack import mirrors, runner
@@ -239,8 +235,8 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
         shutil.rmtree(work)
     top = work / f"iostack-bundle-{site}"
     (top / "iostack").mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(paths.REPO), "archive", "--format=tar", commit],
-                             capture_output=True, check=True).stdout
+    archive = capture(["git", "-C", paths.REPO, "archive", "--format=tar", commit], check=True,
+                      text=False).stdout
     import io
 
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:

@@ -2,12 +2,11 @@
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 
 from iostack.core import paths, pins
 from iostack.core.errors import IostackError
-from iostack.core.process import CommandFailed, run
+from iostack.core.process import CommandFailed, capture, run
 from iostack.offline import bundle
 from iostack.spack import runner
 
@@ -23,9 +22,9 @@ def missing_apt_packages(pkgs):
     """`pkgs` that dpkg does not list as installed. dpkg-query -W prints one line per package
     it knows, installed or not; the architecture of a never-installed one is empty, so the
     fields are tab-separated, not split on whitespace."""
-    out = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Architecture}\t${db:Status-Status}\n",
-                          *pkgs], capture_output=True, text=True).stdout
-    native = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
+    out = capture(["dpkg-query", "-W", "-f=${Package}\t${Architecture}\t${db:Status-Status}\n",
+                   *pkgs]).stdout
+    native = capture(["dpkg", "--print-architecture"]).stdout.strip()
     installed = set()
     for line in out.splitlines():
         name, arch, status = (line.split("\t") + ["", ""])[:3]
@@ -70,8 +69,7 @@ def system_python():
     for candidate in ("/usr/bin/python3", "/usr/bin/python3.11", shutil.which("python3.11")):
         if not candidate or not os.path.exists(candidate):
             continue
-        out = subprocess.run([candidate, "-c", "import sys; print(sys.version_info >= (3, 11))"],
-                             capture_output=True, text=True).stdout.strip()
+        out = capture([candidate, "-c", "import sys; print(sys.version_info >= (3, 11))"]).stdout.strip()
         if out == "True":
             return candidate
     raise IostackError("Python 3.11 or newer is needed (ansible-core 2.19); on Ubuntu 22.04: "

@@ -8,7 +8,6 @@ import pathlib
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -16,7 +15,7 @@ from typing import NamedTuple
 
 from iostack.core import paths
 from iostack.core.errors import IostackError
-from iostack.core.process import show
+from iostack.core import process
 from iostack.deployment import layout
 
 LMOD_CMD_DEFAULTS = ("/usr/share/lmod/lmod/libexec/lmod", "/opt/lmod/lmod/libexec/lmod")
@@ -71,9 +70,8 @@ def command(system: str, root_dir: pathlib.Path, mode=None) -> list:
     return cmd + (["--mode", mode] if mode else [])
 
 
-def _env(root_dir, env_extra):
-    extra = {**environment(root_dir), **(env_extra or {})}
-    return extra, dict(os.environ, **{k: str(v) for k, v in extra.items()})
+def _env(root_dir, env_extra) -> dict:
+    return {**environment(root_dir), **(env_extra or {})}
 
 
 class Listing(NamedTuple):
@@ -91,9 +89,7 @@ def list_checks(system: str, root_dir: pathlib.Path, mode=None, env_extra=None) 
     (`--list --skip-system-check --skip-prgenv-check`)."""
     cmd = command(system, root_dir, mode) + ["--list", "--skip-system-check",
                                              "--skip-prgenv-check", "--nocolor"]
-    extra, env = _env(root_dir, env_extra)
-    show(cmd, extra)
-    proc = subprocess.run(list(map(str, cmd)), env=env, capture_output=True, text=True)
+    proc = process.capture(cmd, env_extra=_env(root_dir, env_extra))
     out = _ANSI.sub("", proc.stdout + proc.stderr)
     error = next((m.group(1).strip() for m in re.finditer(r"ERROR: (.*)", out)), "")
     return Listing(proc.returncode, set(re.findall(r"^- (\w+)", out, re.M)),
@@ -113,10 +109,8 @@ def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None, env_extra=
     """`reframe -r`, its output passed through as it comes; at `deadline` (time.monotonic())
     it gets SIGINT, so that it cancels its jobs, and is killed STOP_GRACE seconds later."""
     cmd = command(system, root_dir, mode) + ["-r", *extra]
-    extra_env, env = _env(root_dir, env_extra)
-    show(cmd, extra_env)
-    proc = subprocess.Popen(list(map(str, cmd)), env=env, text=True, errors="replace",
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=pass_fds)
+    proc = process.start(cmd, env_extra=_env(root_dir, env_extra), text=True, errors="replace",
+                         stdout=process.PIPE, stderr=process.STDOUT, pass_fds=pass_fds)
     notes: dict[str, str] = {}
 
     def relay():
@@ -134,12 +128,12 @@ def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None, env_extra=
     timed_out = False
     try:
         proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
+    except process.TimeoutExpired:
         timed_out = True
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(STOP_GRACE)
-        except subprocess.TimeoutExpired:
+        except process.TimeoutExpired:
             proc.kill()
             proc.wait()
     reader.join(10)

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import subprocess
 from typing import NamedTuple
 
 from iostack.core import paths
 from iostack.core.errors import Failed
-from iostack.core.process import show
+from iostack.core.process import capture
 from iostack.deployment import layout
 from iostack.regression import reframe
 
@@ -29,10 +28,7 @@ def stored_sessions(system: str, root: pathlib.Path, period: str = ALL_TIME) -> 
     exe = paths.venv() / "bin" / "reframe"
     cmd = [str(exe), "-C", str(paths.REFRAME_CONFIG), "--system", system,
            "--describe-stored-sessions", period]
-    env_extra = reframe.environment(root)
-    show(cmd, env_extra)
-    env = dict(os.environ, **{k: str(v) for k, v in env_extra.items()})
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = capture(cmd, env_extra=reframe.environment(root))
     if proc.returncode != 0:
         raise Failed(f"reading the results DB failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     try:

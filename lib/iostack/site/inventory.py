@@ -4,13 +4,11 @@ stay unrendered, so readers use only plain facts."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import shutil
-import subprocess
 import sys
 
-from iostack.core import paths
+from iostack.core import paths, process
 from iostack.core.errors import IostackError
 
 
@@ -33,10 +31,9 @@ def load(inventory: pathlib.Path) -> dict:
     """The inventory as `ansible-inventory --list` prints it."""
     if not pathlib.Path(inventory).is_dir():
         raise InventoryError(f"no inventory at {inventory}")
-    env = dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-               ANSIBLE_CONFIG=str(paths.REPO / "ansible" / "ansible.cfg"))
-    p = subprocess.run([_ansible_inventory(), "-i", str(inventory), "--list"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = process.capture([_ansible_inventory(), "-i", inventory, "--list"], timeout=120,
+                        env_extra={"ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+                                   "ANSIBLE_CONFIG": paths.REPO / "ansible" / "ansible.cfg"})
     if p.returncode != 0:
         raise InventoryError(f"ansible-inventory -i {inventory} failed: {p.stderr.strip()}")
     return json.loads(p.stdout)

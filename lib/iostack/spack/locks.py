@@ -8,11 +8,10 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
 import tempfile
 import time
 
-from iostack.core import paths
+from iostack.core import paths, process
 from iostack.spack import runner
 from iostack.core.errors import Failed
 
@@ -27,14 +26,12 @@ def fresh_lock(site: str) -> tuple[dict, float]:
         tree = pathlib.Path(tmp) / "spack-env"
         shutil.copytree(paths.REPO / "spack-env", tree,
                         ignore=shutil.ignore_patterns(".spack-env", "spack.lock"))
-        env = {**os.environ, **{k: str(v) for k, v in
-                                runner.environment(pathlib.Path(tmp) / "root").items()}}
+        env = runner.environment(pathlib.Path(tmp) / "root")
         start = time.monotonic()
         # through spack_offsite.py: a cluster's compilers are taken to target its libc
-        proc = subprocess.run([str(runner.spack_bin()), "-e", str(tree / "sites" / site), "python",
-                               str(paths.REPO / "lib" / "iostack" / "spack_offsite.py"),
-                               "concretize", "--fresh", "--force"],
-                              env=env, capture_output=True, text=True)
+        proc = process.capture([runner.spack_bin(), "-e", tree / "sites" / site, "python",
+                                paths.REPO / "lib" / "iostack" / "spack_offsite.py",
+                                "concretize", "--fresh", "--force"], env_extra=env)
         if proc.returncode != 0:
             raise ConcretizationFailed(f"{site}: {runner.error_line(proc.stderr)}")
         elapsed = time.monotonic() - start

@@ -11,11 +11,10 @@ import os
 import pathlib
 import re
 import shutil
-import subprocess
 
 from iostack.core import paths, pins
 from iostack.core.errors import Failed, IostackError
-from iostack.core.process import CommandFailed, run
+from iostack.core.process import CommandFailed, capture, run
 from iostack.spack import config
 
 
@@ -160,9 +159,9 @@ def checked(args, root_dir, site=None, what="spack", release=None):
 
 
 def version(spack_root: pathlib.Path) -> tuple[int, ...]:
-    out = subprocess.run([str(spack_root / "bin" / "spack"), "--version"], capture_output=True,
-                         text=True, env={**os.environ, "SPACK_PYTHON": str(paths.venv() / "bin" / "python"),
-                                         "SPACK_DISABLE_LOCAL_CONFIG": "1"}).stdout
+    out = capture([spack_root / "bin" / "spack", "--version"],
+                  env_extra={"SPACK_PYTHON": paths.venv() / "bin" / "python",
+                             "SPACK_DISABLE_LOCAL_CONFIG": "1"}).stdout
     m = re.match(r"(\d+)\.(\d+)", out.strip())
     if not m:
         raise SpackMissing(f"{spack_root}/bin/spack --version printed {out!r}")
@@ -191,8 +190,7 @@ def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None
                              written_by="iostack.spack.runner.trust_buildcache_keys")
         run([spack_bin(), "-C", scope, "buildcache", "keys", "--install", "--trust", "--force"],
             env_extra=env)
-    ring = subprocess.run([str(spack_bin()), "gpg", "list", "--trusted"], capture_output=True,
-                          text=True, env={**os.environ, **{k: str(v) for k, v in env.items()}})
+    ring = capture([spack_bin(), "gpg", "list", "--trusted"], env_extra=env)
     missing = [k for k in published if k not in ring.stdout.replace(" ", "")]
     if missing:
         raise CommandFailed(["spack", "buildcache", "keys", f"(not trusted: {', '.join(missing)})"], 1)
