@@ -22,9 +22,11 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-# bin/iostack's library and the ReFrame helpers are importable from every test.
-sys.path.insert(0, str(REPO / "lib"))
-sys.path.insert(0, str(REPO / "reframe-tests"))
+# The tests import this checkout's iostack and iostack_rfm (pytest.ini `pythonpath`), and so
+# do the programs they start (ReFrame, python3 -m iostack...), whichever checkout the venv has
+# installed.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(REPO / "lib"), str(REPO / "reframe-tests"), os.environ.get("PYTHONPATH")]))
 
 TIERS = ("unit", "integration", "spack")
 _outcomes: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}

@@ -362,6 +362,7 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     try:
+        paths.require_repo()
         return args.func(args)
     except KeyboardInterrupt:
         return 130

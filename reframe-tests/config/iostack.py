@@ -42,24 +42,19 @@
 #                        which NFS and Lustre do not give reliably: on sites whose root is
 #                        on such a file system point it at a local disk of the login node.
 import os
-import pathlib
 import sys
 
 from reframe.utility.cpuinfo import cpuinfo
 
-# The checks import iostack (lib/, the domain code bin/iostack shares) and iostack_rfm
-# (beside this directory).
-_LIB = pathlib.Path(__file__).resolve().parents[2] / 'lib'
-if str(_LIB) not in sys.path:
-    sys.path.insert(0, str(_LIB))
-from iostack.core import paths  # noqa: E402
-from iostack.site import facts as site_facts  # noqa: E402
+# The checks import iostack (the domain code bin/iostack shares) and iostack_rfm: installed
+# in the venv by set-up (pyproject.toml), or the checkout's own on the PYTHONPATH that
+# `bin/iostack nightly` gives ReFrame (iostack.regression.reframe.environment).
+import iostack_rfm.launchers  # noqa: F401  (registers launcher `mpirun-ranks`)
+from iostack.core import paths
+from iostack.site import facts as site_facts
+from iostack_rfm import slots
 
 _RFM_ROOT = paths.REFRAME_DIR
-if str(_RFM_ROOT) not in sys.path:
-    sys.path.insert(0, str(_RFM_ROOT))
-import iostack_rfm.launchers  # noqa: E402,F401  (registers launcher `mpirun-ranks`)
-from iostack_rfm import slots  # noqa: E402
 
 # Default under reframe-tests/output/ (git-ignored) for runs by hand.
 _STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT / 'output'))

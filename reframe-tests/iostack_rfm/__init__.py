@@ -19,6 +19,5 @@
 Job-side tools run in jobs as `python3 -m iostack_rfm.<module>` (and `python3 -m
 iostack.deployment.fdbconfig`), with the PYTHONPATH the mixin sets; they import nothing but the
 standard library and each other. Domain code the CLI shares (references format, lock
-reader, FDB config, results DB) lives in the `iostack` package in lib/, which the ReFrame
-configuration puts on sys.path.
+reader, FDB config, results DB) lives in the `iostack` package in lib/; pyproject.toml installs both.
 """

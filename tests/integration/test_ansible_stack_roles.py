@@ -18,12 +18,10 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
 from ansible_helpers import run_role  # noqa: E402
 
 GIT = ["git", "-c", "user.name=iostack-test", "-c", "user.email=test@iostack.invalid",

@@ -1,9 +1,48 @@
 """Where things live: the repository root is computed here and nowhere else. Environment
-variables override every default."""
+variables override every default.
+
+The repository (sites/, spack-env/, packages/, modulefiles/, reframe-tests/, pins.json) is
+the checkout this package is in: bin/iostack's, or the one installed in editable mode
+(`pip install -e`, as set-up does). A copy installed elsewhere (`pip install .`) reads the
+repository named by IOSTACK_REPO, and says so when there is none (`require_repo`)."""
+from __future__ import annotations
+
 import os
 import pathlib
 
-REPO = pathlib.Path(__file__).resolve().parents[3]
+from iostack.core.errors import IostackError
+
+#: what a directory must hold to be the repository
+MARKERS = ("pins.json", "sites", "spack-env")
+
+
+def _is_repo(path: pathlib.Path) -> bool:
+    return all((path / m).exists() for m in MARKERS)
+
+
+def _repo() -> pathlib.Path:
+    """The checkout this package is in, else IOSTACK_REPO (unchecked here: see require_repo)."""
+    own = pathlib.Path(__file__).resolve().parents[3]
+    if _is_repo(own) or not os.environ.get("IOSTACK_REPO"):
+        return own
+    return pathlib.Path(os.environ["IOSTACK_REPO"]).resolve()
+
+
+REPO = _repo()
+
+
+def require_repo() -> pathlib.Path:
+    """REPO, if it is the repository; else an error saying how to name it."""
+    if _is_repo(REPO):
+        return REPO
+    if os.environ.get("IOSTACK_REPO"):
+        raise IostackError(f"IOSTACK_REPO={os.environ['IOSTACK_REPO']} is not an iostack "
+                           f"repository (it has no {', '.join(MARKERS)})")
+    raise IostackError(f"iostack is installed at {pathlib.Path(__file__).resolve().parents[1]}, "
+                       "outside a checkout of its repository: set IOSTACK_REPO to the "
+                       f"repository's directory (the one with {', '.join(MARKERS)})")
+
+
 LIB = REPO / "lib"
 SPACK_ENV_SITES = REPO / "spack-env" / "sites"
 ANSIBLE_INVENTORIES = REPO / "ansible" / "inventories"

@@ -91,6 +91,9 @@ def python_tools(wheels: pathlib.Path | None = None):
     else:
         run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"])
         run([python, "-m", "pip", "install", "-q", "-r", paths.REPO / "requirements.txt"])
+    # iostack and iostack_rfm themselves (pyproject.toml), as this checkout: editable, built
+    # with the setuptools just installed, their dependencies already there
+    run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", paths.REPO])
     go = shutil.which("go")
     if go:
         try:
@@ -163,7 +166,7 @@ def spack_checkout(source_bundle: pathlib.Path | None):
                 _clone(pins.SPACK_PACKAGES, cache / "spack-packages")
         except CommandFailed:
             print("iostack: note: could not clone Spack (no network?). Spack is optional for "
-                  "set-up and tests; `deploy` needs it. " + runner.HOW_TO_PROVIDE)
+                  "set-up and tests; `deploy` needs it. " + runner.how_to_provide())
             return
     try:
         root, pkgs = runner.locate()

@@ -48,6 +48,10 @@ def environment(root_dir: pathlib.Path) -> dict:
     env = {
         "LMOD_CMD": lmod_cmd(),
         "MODULEPATH": modulepath,
+        # ReFrame's configuration, the checks and their jobs import this checkout's iostack
+        # and iostack_rfm, whichever the venv has installed
+        "PYTHONPATH": os.pathsep.join(filter(None, [paths.job_pythonpath(),
+                                                    os.environ.get("PYTHONPATH")])),
         "IOSTACK_RFM_STATE": root_dir / "reframe",
         # the deployment the checks test (the smoke check looks for its module tree)
         "IOSTACK_ROOT": root_dir,

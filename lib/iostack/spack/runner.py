@@ -26,11 +26,10 @@ class SpackForeignConfig(SpackMissing):
     """A Spack whose installation scopes hold settings that would change every site."""
 
 
-HOW_TO_PROVIDE = (
-    "run `bin/iostack setup` where github.com is reachable, or, on an air-gapped node, set "
-    f"SPACK_ROOT to a Spack {pins.SPACK_TAG} checkout and IOSTACK_SPACK_PACKAGES to a "
-    f"spack-packages checkout at tag {pins.SPACK_PACKAGES_TAG}"
-)
+def how_to_provide() -> str:
+    return ("run `bin/iostack setup` where github.com is reachable, or, on an air-gapped node, "
+            f"set SPACK_ROOT to a Spack {pins.SPACK_TAG} checkout and IOSTACK_SPACK_PACKAGES to "
+            f"a spack-packages checkout at tag {pins.SPACK_PACKAGES_TAG}")
 
 
 # What Spack itself ships in its installation scope; anything else there is a local setting.
@@ -53,9 +52,9 @@ def locate() -> tuple[pathlib.Path, pathlib.Path]:
     pkgs = (pathlib.Path(os.environ["IOSTACK_SPACK_PACKAGES"])
             if os.environ.get("IOSTACK_SPACK_PACKAGES") else cache / "spack-packages")
     if not (root / "bin" / "spack").is_file():
-        raise SpackMissing(f"Spack not found at {root}: {HOW_TO_PROVIDE}")
+        raise SpackMissing(f"Spack not found at {root}: {how_to_provide()}")
     if not (pkgs / "repos" / "spack_repo" / "builtin" / "repo.yaml").is_file():
-        raise SpackMissing(f"spack-packages (builtin repo) not found at {pkgs}: {HOW_TO_PROVIDE}")
+        raise SpackMissing(f"spack-packages (builtin repo) not found at {pkgs}: {how_to_provide()}")
     foreign = foreign_config(root)
     if foreign:
         raise SpackForeignConfig(
