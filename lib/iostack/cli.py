@@ -139,13 +139,7 @@ def cmd_nightly(args):
     tree = releases.tree_under_test(paths.deploy_root(site, args.root))
     return nightly.run(site, args.system or site, tree,
                        extra=[*releases.session_extras(tree), *args.reframe_args],
-                       mode=args.mode, local_slurm=args.local_slurm)
-
-
-def cmd_cluster(args):
-    from iostack import cluster
-
-    return cluster.run(args)
+                       mode=args.mode)
 
 
 def cmd_report(args):
@@ -279,17 +273,8 @@ def parser():
     site_args(p)
     p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
     p.add_argument("--mode", default="nightly", help="ReFrame mode (nightly, weekly)")
-    p.add_argument("--local-slurm", action="store_true",
-                   help="start a throwaway single-node Slurm for the run (root; for --system "
-                        "local-slurm without a configured Slurm)")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_nightly)
-
-    p = sub.add_parser("cluster", help="a throwaway multi-node Slurm cluster on this machine "
-                       "(ReFrame system local-cluster; root)")
-    from iostack.cluster import add_arguments
-    add_arguments(p)
-    p.set_defaults(func=cmd_cluster)
 
     p = sub.add_parser("report", help="HTML page and charts of the stored nightly results")
     site_args(p)

@@ -44,7 +44,7 @@ def test_the_sites_and_local_slurm_are_systems(config):
 
 def test_local_cluster_partitions_are_named_as_on_oci(config):
     """One partition per NPS, as oci-bm-optimized3 has them; Slurm partitions of the
-    same names as OCI's (`bin/iostack cluster up` makes them from the inventory)."""
+    same names as OCI's (`iostack-testbed cluster up` makes them from the inventory)."""
     oci = [p["name"] for p in systems(config)["oci-bm-optimized3"]["partitions"]]
     assert [p["name"] for p in systems(config)["local-cluster"]["partitions"]] == oci
     for nps in oci:

@@ -91,9 +91,10 @@ def python_tools(wheels: pathlib.Path | None = None):
     else:
         run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"])
         run([python, "-m", "pip", "install", "-q", "-r", paths.REPO / "requirements.txt"])
-    # iostack and iostack_rfm themselves (pyproject.toml), as this checkout: editable, built
-    # with the setuptools just installed, their dependencies already there
-    run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", paths.REPO])
+    # iostack and iostack_rfm (pyproject.toml) and the tests' test beds (tools/testbed), as
+    # this checkout: editable, built with the setuptools just installed, dependencies there
+    run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "-e", paths.REPO, "-e", paths.REPO / "tools" / "testbed"])
     go = shutil.which("go")
     if go:
         try:

@@ -2,10 +2,11 @@
 where [OCI-OpenFOAM]'s inter-node runs and NVMe staging go through sbatch, srun and ssh,
 and the per-node hardware checks run node by node.
 
-    bin/iostack cluster up [--state-dir DIR] [--blank-scratch]
-    eval "$(bin/iostack cluster env)"       # SLURM_CONF, IOSTACK_CLUSTER_SSH_CONFIG
-    bin/iostack cluster status
-    bin/iostack cluster down
+    iostack-testbed cluster up [--state-dir DIR] [--blank-scratch]
+    eval "$(iostack-testbed cluster env)"       # SLURM_CONF, IOSTACK_CLUSTER_SSH_CONFIG
+    iostack-testbed cluster status
+    iostack-testbed cluster down
+    iostack-testbed run cluster -- bin/iostack nightly --system local-cluster
 
 The nodes and their facts are the hosts of group `compute` in
 ansible/inventories/local-cluster. Each node is a network namespace (a veth to a bridge
@@ -41,12 +42,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 
-from iostack import slurm
 from iostack.core import paths
 from iostack.site import inventory
+from iostack_testbed import slurm
+from iostack_testbed.errors import TestbedError
 
 INVENTORY = paths.ANSIBLE_INVENTORIES / "local-cluster"
 GROUP = "compute"
@@ -61,7 +62,7 @@ TOOLS = ("ip", "unshare", "nsenter", "losetup", "mkfs.xfs", "blkid", "mount", "u
 SYSTEM_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
 
 
-class ClusterError(RuntimeError):
+class ClusterError(TestbedError):
     """The cluster cannot start (or stop) here; the message says why."""
 
 
@@ -253,7 +254,7 @@ class LocalCluster(slurm.LocalSlurm):
             raise slurm.SlurmUnavailable(reason)
         if self.is_up():
             raise ClusterError(f"a cluster is already up in {self.state}: run "
-                               f"`bin/iostack cluster down --state-dir {self.state}` first")
+                               f"`iostack-testbed cluster down --state-dir {self.state}` first")
         self.nodes = self.read_facts()
         for place in {NODE_RUN, *(pathlib.Path(n.facts["nvme_scratch_mount"]) for n in self.nodes)}:
             if self.state == place or place in self.state.parents:
@@ -649,27 +650,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    """`iostack-testbed cluster up|down|status|env`."""
     cluster = LocalCluster(args.state_dir or default_state_dir(), timeout=args.timeout,
                            blank_scratch=args.blank_scratch)
-    try:
-        if args.action == "up":
-            print(f"iostack: starting the cluster in {cluster.state} from {cluster.inventory_dir}",
-                  flush=True)
-            cluster.start()
-            cluster.procs.clear()   # the daemons outlive this command; `down` finds them
-            print(cluster.status())
-            print("".join(f"export {k}={shlex.quote(v)}\n" for k, v in cluster.env().items()),
-                  end="")
-        elif args.action == "down":
-            return 1 if cluster.down() else 0
-        elif args.action == "status":
-            print(cluster.status())
-        else:
-            if not cluster.is_up():
-                raise ClusterError(f"no cluster is up in {cluster.state}")
-            print("".join(f"export {k}={shlex.quote(v)}\n" for k, v in cluster.env().items()),
-                  end="")
-    except (ClusterError, slurm.SlurmUnavailable, slurm.SlurmStartError) as e:
-        print(f"iostack: error: {e}", file=sys.stderr)
-        return 2
+    if args.action == "up":
+        print(f"iostack-testbed: starting the cluster in {cluster.state} from "
+              f"{cluster.inventory_dir}", flush=True)
+        cluster.start()
+        cluster.procs.clear()   # the daemons outlive this command; `down` finds them
+        print(cluster.status())
+        print(exports(cluster.env()), end="")
+    elif args.action == "down":
+        return 1 if cluster.down() else 0
+    elif args.action == "status":
+        print(cluster.status())
+    else:
+        if not cluster.is_up():
+            raise ClusterError(f"no cluster is up in {cluster.state}")
+        print(exports(cluster.env()), end="")
     return 0
+
+
+def exports(env: dict[str, str]) -> str:
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
