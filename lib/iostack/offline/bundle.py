@@ -19,13 +19,12 @@ writes one (a single tar file holding such a directory).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
 import shutil
 import tarfile
 
-from iostack.core import paths, pins, provenance
+from iostack.core import digest, paths, pins, provenance
 from iostack.core.errors import IostackError
 from iostack.core.process import capture, run
 from iostack.spack import config
@@ -42,12 +41,7 @@ class BundleError(IostackError):
     """A bundle that must not be used; the message is the one line the admin sees."""
 
 
-def sha256(path: pathlib.Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+sha256 = digest.file_sha256
 
 
 def read_sums(bundle: pathlib.Path) -> dict[str, str]:
@@ -69,11 +63,11 @@ def read_sums(bundle: pathlib.Path) -> dict[str, str]:
 def verify(bundle: pathlib.Path) -> dict[str, str]:
     """Check every sum, and that every payload file is covered by one."""
     sums = read_sums(bundle)
-    for name, digest in sorted(sums.items()):
+    for name, recorded in sorted(sums.items()):
         f = bundle / name
         if not f.is_file():
             raise BundleError(f"{SUMS} lists {name}, which is missing from {bundle}")
-        if sha256(f) != digest:
+        if sha256(f) != recorded:
             raise BundleError(f"{bundle / name} does not match its sha256 in {SUMS}: "
                               "the bundle is damaged or was tampered with")
     payload = [bundle / pins.SPACK["archive"], bundle / pins.SPACK_PACKAGES["archive"]]
