@@ -108,6 +108,28 @@ def cmd_mirror_create(args):
     return 0
 
 
+def cmd_mirror_register(args):
+    from iostack.spack import config
+
+    def named(value: str) -> tuple[str, str]:
+        name, sep, url = value.partition("=")
+        if not (sep and name and url):
+            raise IostackError(f"{value!r}: give a mirror as NAME=URL")
+        return name, url
+
+    mirrors = [config.Mirror(*named(v), binary=False) for v in args.source]
+    mirrors += [config.Mirror(*named(v), binary=True, signed=not args.unsigned)
+                for v in args.buildcache]
+    path = config.registered_mirrors_file()
+    text = config.mirrors_yaml(mirrors, replace=args.only, written_by="`bin/iostack mirror register`")
+    if path.is_file() and path.read_text() == text:
+        print(f"iostack: {path}: unchanged")
+        return 0
+    config.write_mirrors(path, mirrors, replace=args.only, written_by="`bin/iostack mirror register`")
+    print(f"iostack: {path}: written ({len(mirrors)} mirror(s), every site on this node uses them)")
+    return 0
+
+
 def cmd_buildcache_push(args):
     from iostack.spack import mirrors
 
@@ -319,6 +341,16 @@ def parser():
     site_args(p)
     p.add_argument("-d", "--directory", help="where (default: <root>/mirror)")
     p.set_defaults(func=cmd_mirror_create)
+    p = msub.add_parser("register", help="the mirrors and build caches every site on this node "
+                                         "uses (<cache>/spack-config/mirrors.yaml)")
+    p.add_argument("--source", action="append", default=[], metavar="NAME=URL",
+                   help="a source mirror (repeatable)")
+    p.add_argument("--buildcache", action="append", default=[], metavar="NAME=URL",
+                   help="a binary build cache (repeatable)")
+    p.add_argument("--unsigned", action="store_true", help="its binaries are not signed")
+    p.add_argument("--only", action="store_true",
+                   help="these and no other, not even Spack's public mirror (mirrors::)")
+    p.set_defaults(func=cmd_mirror_register)
 
     p = sub.add_parser("buildcache", help="a site's signed binary build cache")
     bsub = p.add_subparsers(dest="buildcache_command", required=True)

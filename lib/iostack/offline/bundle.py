@@ -24,7 +24,7 @@ import pathlib
 import shutil
 import tarfile
 
-from iostack.core import digest, paths, pins, provenance
+from iostack.core import archives, digest, paths, pins, provenance
 from iostack.core.errors import IostackError
 from iostack.core.process import capture, run
 from iostack.spack import config
@@ -121,18 +121,11 @@ def unpack(archive: pathlib.Path, dest: pathlib.Path, pin: dict) -> None:
 
 
 def extract(tar: tarfile.TarFile, dest: pathlib.Path) -> None:
-    """extractall, refusing members that would land outside dest (Debian 12's Python 3.11.2
-    predates tarfile's extraction filters)."""
-    root = dest.resolve()
-    for member in tar.getmembers():
-        target = (dest / member.name).resolve()
-        if target != root and root not in target.parents or member.isdev():
-            raise BundleError(f"{tar.name}: member {member.name!r} would land outside {dest}")
-        if member.issym() or member.islnk():
-            link = (target.parent / member.linkname).resolve()
-            if root not in link.parents and link != root:
-                raise BundleError(f"{tar.name}: link {member.name!r} points outside {dest}")
-    tar.extractall(dest)
+    """extractall, refusing what would land or point outside dest (iostack.core.archives)."""
+    try:
+        archives.extract(tar, dest)
+    except archives.UnsafeArchive as e:
+        raise BundleError(str(e)) from None
 
 
 def installed_commit(tree: pathlib.Path) -> str | None:

@@ -479,12 +479,9 @@ class LocalCluster(slurm.LocalSlurm):
         return {(st.st_dev, st.st_ino) for st in map(os.stat, files)}
 
     def _mounts_under_state(self) -> list[str]:
-        out = []
-        for line in pathlib.Path("/proc/self/mountinfo").read_text().splitlines():
-            point = line.split()[4].replace("\\040", " ")
-            if point == str(self.state) or point.startswith(f"{self.state}/"):
-                out.append(point)
-        return out
+        listed = _run(_tool("findmnt"), "-J", "-l", "-o", "TARGET").stdout or "{}"
+        points = [fs["target"] for fs in json.loads(listed).get("filesystems", [])]
+        return [p for p in points if p == str(self.state) or p.startswith(f"{self.state}/")]
 
     def _is_mount(self, path: pathlib.Path) -> bool:
         return str(path) in self._mounts_under_state()
