@@ -1,6 +1,5 @@
 """bin/iostack: clear errors, commands shown before they run, set-up without root."""
 import os
-import subprocess
 
 import pytest
 
@@ -10,21 +9,14 @@ from iostack.offline import setup
 from iostack.spack import runner
 
 
-def iostack(*args, env=None):
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run([str(paths.REPO / "bin" / "iostack"), *args], capture_output=True,
-                          text=True, env=e)
-
-
-def test_unknown_site_fails_before_anything_runs():
+def test_unknown_site_fails_before_anything_runs(iostack):
     p = iostack("deploy", "--site", "atlantis")
     assert p.returncode == 2
     assert "unknown site 'atlantis'" in p.stderr
     assert "+ " not in p.stdout  # no command was run
 
 
-def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_path):
+def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_path, iostack):
     p = iostack("deploy", "--root", str(tmp_path / "r"),
                 env={"SPACK_ROOT": str(tmp_path / "nospack"), "IOSTACK_CACHE": str(tmp_path)})
     assert p.returncode == 2

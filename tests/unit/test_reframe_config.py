@@ -2,6 +2,7 @@
 partitions carry the features the checks select on, every module an environment loads is in
 the site's spack.lock, the nightly/weekly modes and the results DB are set up."""
 import importlib.util
+import pathlib
 
 import pytest
 import yaml
@@ -190,11 +191,21 @@ def test_modes_retry_and_write_junit(config, tmp_path):
     assert "--tag=nightly" in modes["nightly"]
 
 
-def test_results_db_lives_in_the_state_directory(config, tmp_path):
+def test_reframe_stores_sessions_where_iostack_reads_them(monkeypatch, tmp_path):
+    """The results DB of a deployment: ReFrame's configuration (its state directory, which
+    the runner sets) and iostack's layout (what report and record-baseline read) agree."""
+    from iostack.deployment import layout
+    from iostack.regression import reframe
+
+    monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
+    monkeypatch.setenv("LMOD_CMD", "/bin/true")
+    root = tmp_path / "deployment"
+    state = reframe.environment(root)["IOSTACK_RFM_STATE"]
+    config = load_config(monkeypatch, pathlib.Path(state))
     (storage,) = config["storage"]
     assert storage["enable"] is True
-    assert storage["sqlite_db_file"] == f"{tmp_path}/results.db"
-    assert config["general"][0]["report_file"].startswith(f"{tmp_path}/reports/")
+    assert storage["sqlite_db_file"] == str(layout.results_db(root))
+    assert config["general"][0]["report_file"].startswith(f"{state}/reports/")
 
 
 def test_offsite_switches_only_the_real_sites_to_nomod(monkeypatch, tmp_path):
