@@ -3,6 +3,7 @@
 checked here first (Debian 12's python3 is 3.11.2). Standard library only."""
 from __future__ import annotations
 
+import os
 import pathlib
 import tarfile
 from collections.abc import Iterable
@@ -14,6 +15,10 @@ class UnsafeArchive(IostackError):
     """A member that would land, or link, outside the destination, or a device file."""
 
 
+def _name(tar: tarfile.TarFile) -> str:
+    return os.fsdecode(tar.name) if tar.name else "the archive"
+
+
 def extract(tar: tarfile.TarFile, dest: pathlib.Path,
             members: Iterable[tarfile.TarInfo] | None = None) -> None:
     """tar.extractall(dest) of `members` (default: all), or UnsafeArchive naming the member
@@ -23,15 +28,16 @@ def extract(tar: tarfile.TarFile, dest: pathlib.Path,
         try:
             tar.extractall(dest, members=chosen, filter="data")
         except tarfile.FilterError as e:
-            raise UnsafeArchive(f"{tar.name}: {e}") from None
+            raise UnsafeArchive(f"{_name(tar)}: {e}") from None
         return
     root = dest.resolve()
     for member in chosen:
         target = (dest / member.name).resolve()
         if target != root and root not in target.parents or member.isdev():
-            raise UnsafeArchive(f"{tar.name}: member {member.name!r} would land outside {dest}")
+            raise UnsafeArchive(f"{_name(tar)}: member {member.name!r} would land outside "
+                                f"{dest}")
         if member.issym() or member.islnk():
             link = (target.parent / member.linkname).resolve()
             if root not in link.parents and link != root:
-                raise UnsafeArchive(f"{tar.name}: link {member.name!r} points outside {dest}")
+                raise UnsafeArchive(f"{_name(tar)}: link {member.name!r} points outside {dest}")
     tar.extractall(dest, members=chosen)

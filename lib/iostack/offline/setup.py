@@ -108,7 +108,7 @@ def python_tools(wheels: pathlib.Path | None = None):
 def _clone(pin: dict, dest: pathlib.Path):
     if dest.exists():
         commit = bundle.installed_commit(dest)
-        if commit == pin["commit"]:
+        if commit is not None and commit == pin["commit"]:
             print(f"iostack: {dest} is at {pin['tag']} ({commit[:12]})")
             return
         raise IostackError(f"{dest} is at {(commit or 'an unknown commit')[:12]}, not at the "
@@ -182,9 +182,9 @@ def spack_checkout(source_bundle: pathlib.Path | None):
 
 
 def main(args):
-    source_bundle = args.spack_bundle or os.environ.get("IOSTACK_SPACK_BUNDLE")
+    given = args.spack_bundle or os.environ.get("IOSTACK_SPACK_BUNDLE")
+    source_bundle = pathlib.Path(given).resolve() if given else None
     if source_bundle:
-        source_bundle = pathlib.Path(source_bundle).resolve()
         if not source_bundle.is_dir():
             raise IostackError(f"offline bundle {source_bundle} is not a directory")
         bundle.verify(source_bundle)  # a damaged bundle is refused before anything changes

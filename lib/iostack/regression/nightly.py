@@ -143,7 +143,7 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, syst
                 return outcome.rc or 1
     else:
         print(f"iostack: ReFrame report: {report_path}")
-    if not (report or {}).get("session_info", {}).get("num_cases"):
+    if report is None or not report.get("session_info", {}).get("num_cases"):
         print(f"iostack: error: ReFrame ran no test case on system {system} (mode {mode}, "
               f"options {' '.join(extra) or 'none'}): it would report PASSED (ReFrame issue "
               "#3599); check the selection (-n/-t/-p) and the partitions' features")

@@ -44,7 +44,7 @@ def fresh_locks(sites: list[str]) -> dict[str, tuple[dict, float] | Concretizati
     workers = max(1, min(len(sites), os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         futures = {site: pool.submit(fresh_lock, site) for site in sites}
-    out = {}
+    out: dict[str, tuple[dict, float] | ConcretizationFailed] = {}
     for site, future in futures.items():
         try:
             out[site] = future.result()

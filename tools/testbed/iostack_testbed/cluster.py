@@ -43,6 +43,7 @@ import signal
 import socket
 import subprocess
 import time
+from typing import Any
 
 from iostack.core import paths
 from iostack.site import inventory
@@ -98,7 +99,7 @@ def _natural(name: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def used_networks() -> list[ipaddress.IPv4Network]:
+def used_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     """IPv4 networks this host already has an address or a route in."""
     nets = []
     for what in ("addr", "route"):
@@ -120,7 +121,7 @@ def pick_subnet(tag: str, used) -> ipaddress.IPv4Network:
     """A /24 in 10.214.0.0/16 overlapping nothing in `used`, starting from the tag's."""
     start = int(tag, 16) % 250
     for k in range(250):
-        net = ipaddress.ip_network(f"10.214.{(start + k) % 250 + 1}.0/24")
+        net = ipaddress.IPv4Network(f"10.214.{(start + k) % 250 + 1}.0/24")
         if not any(net.overlaps(u) for u in used):
             return net
     raise ClusterError("no free /24 in 10.214.0.0/16 for the cluster's bridge")
@@ -137,11 +138,11 @@ def emulated_sysfs(root: pathlib.Path, nps: int, real: pathlib.Path = pathlib.Pa
             packages.setdefault(pkg.read_text().strip(), []).append(int(cpu.name[3:]))
     out_cpu = root / "devices/system/cpu"
     numa = 0
-    for pkg, cpus in sorted(packages.items()):
-        for cpu in cpus:
-            topo = out_cpu / f"cpu{cpu}" / "topology"
+    for package, cpus in sorted(packages.items()):
+        for number in cpus:
+            topo = out_cpu / f"cpu{number}" / "topology"
             topo.mkdir(parents=True, exist_ok=True)
-            (topo / "physical_package_id").write_text(pkg + "\n")
+            (topo / "physical_package_id").write_text(package + "\n")
         share = -(-len(cpus) // nps)
         for part in range(nps):
             node = root / "devices/system/node" / f"node{numa}"
@@ -291,8 +292,9 @@ class LocalCluster(slurm.LocalSlurm):
         self.bridge_address = str(hosts[0])
         for node in self.nodes:
             node.address = str(hosts[9 + node.index])   # nodeN at .10+N
-        self.controller = {"name": socket.gethostname().split(".")[0],
-                           "address": self.bridge_address, "port": slurm.free_port()}
+        self.controller: dict[str, Any] = {"name": socket.gethostname().split(".")[0],
+                                           "address": self.bridge_address,
+                                           "port": slurm.free_port()}
         # written before anything is made, so a killed `up` leaves a record to clean up by
         self._write_record("starting")
 

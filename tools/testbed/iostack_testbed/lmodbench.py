@@ -58,11 +58,11 @@ def synthetic_tree(top: pathlib.Path, modules: int = 2000, compilers: int = 4,
         written += 1
     for c in range(compilers):
         comp = f"gcc/{11 + c}.{c}.0"
-        _module(top, "Core", *comp.split("/"), unlock=comp, family="compiler")
+        _module(top, "Core", "gcc", f"{11 + c}.{c}.0", unlock=comp, family="compiler")
         written += 1
         for m in range(mpis):
             mpi = f"openmpi/{4 + m}.1.{c}"
-            _module(top, comp, *mpi.split("/"), unlock=f"{mpi}/{comp}", family="mpi")
+            _module(top, comp, "openmpi", f"{4 + m}.1.{c}", unlock=f"{mpi}/{comp}", family="mpi")
             written += 1
             for i in range(per_mpi):
                 _module(top, f"{mpi}/{comp}", f"plib{i:04d}", f"{1 + i % 4}.{m}.0")
@@ -89,7 +89,10 @@ def _deployment_like(base: pathlib.Path, modules: int) -> tuple[pathlib.Path, in
 def commands(root: pathlib.Path, home: pathlib.Path, rc: pathlib.Path) -> dict[str, str]:
     """{label: command} for avail and spider, with and without the cache, in a clean
     environment (an empty HOME, so no personal cache of Lmod's counts)."""
-    lmod = lmodcache.libexec() / "lmod"
+    libexec = lmodcache.libexec()
+    if libexec is None:
+        raise TestbedError(f"Lmod's {lmodcache.UPDATE_SCRIPT} not found")
+    lmod = libexec / "lmod"
     base = (f"env -i HOME={home} PATH=/usr/bin:/bin TERM=dumb "
             f"MODULEPATH={root / 'current' / 'modulefiles' / 'Core'}")
     # LMOD_IGNORE_CACHE: neither the system cache nor a personal one is read or written
