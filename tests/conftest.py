@@ -26,6 +26,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "lib"))
 sys.path.insert(0, str(REPO / "reframe-tests"))
 
+pytest_plugins = ["support.fixtures"]
+
 TIERS = ("unit", "integration", "spack")
 _outcomes: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
 _skip_reasons: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}

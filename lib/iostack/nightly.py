@@ -63,14 +63,10 @@ WHERE_MODES = ("reframe-tests/config/iostack.py `modes` (their checks and bounds
 
 
 def git_commit() -> str:
-    """HEAD's commit, with `-dirty` when the work tree has changes."""
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=paths.REPO, capture_output=True,
-                              text=True).stdout.strip()
-    commit = git("rev-parse", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no"):
-        commit += "-dirty"
-    return commit
+    """The repository's commit (iostack.provenance)."""
+    from iostack import provenance
+
+    return provenance.repository_commit()
 
 
 def spack_lock_sha256(site: str) -> str:

@@ -7,9 +7,11 @@ import threading
 
 
 class CommandFailed(RuntimeError):
-    def __init__(self, cmd, rc):
+    def __init__(self, cmd, rc, stderr=None):
         super().__init__(f"command failed with exit code {rc}: {shlex.join(map(str, cmd))}")
         self.rc = rc
+        #: what the command wrote to stderr, when run() was asked to keep it
+        self.stderr = stderr or ""
 
 
 def show(cmd, env_extra=None, cwd=None):
@@ -44,7 +46,7 @@ def run(cmd, env_extra=None, cwd=None, check=True, capture=False, capture_stderr
         proc = subprocess.CompletedProcess(child.args, child.returncode, stdout,
                                            "".join(collected))
     if check and proc.returncode != 0:
-        raise CommandFailed(cmd, proc.returncode)
+        raise CommandFailed(cmd, proc.returncode, proc.stderr)
     return proc
 
 
