@@ -28,6 +28,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [str(REPO / "lib"), str(REPO / "reframe-tests"), os.environ.get("PYTHONPATH")]))
 
+pytest_plugins = ["support.fixtures"]
+
 TIERS = ("unit", "integration", "spack")
 _outcomes: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
 _skip_reasons: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
