@@ -93,7 +93,12 @@ class DebianRoot:
 
     def bind(self, host: pathlib.Path, inside: str, read_only: bool = False) -> None:
         """Mount `host` at `inside` for every later command."""
-        (self.path / inside.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        target = self.path / inside.lstrip("/")
+        if pathlib.Path(host).is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.touch()
         self.binds.append((pathlib.Path(host).resolve(), inside, read_only))
 
     def copy_repository(self, repo: pathlib.Path = paths.REPO) -> pathlib.Path:
