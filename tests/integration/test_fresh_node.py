@@ -160,7 +160,7 @@ def test_a_full_disk_is_one_line(bare_root, tmp_path):
 
 def test_apt_held_by_another_process_is_one_line(bare_root):
     """dpkg's frontend lock held as apt and unattended-upgrades hold it (a POSIX record
-    lock): set-up waits IOSTACK_APT_LOCK_TIMEOUT seconds, then names the holder."""
+    lock): set-up waits IOSTACK_APT_LOCK_TIMEOUT seconds, then says which lock."""
     status = dpkg_status(bare_root)
     holder = ("python3 -c 'import fcntl, time; f = open(\"/var/lib/dpkg/lock-frontend\", \"w\");"
               " fcntl.lockf(f, fcntl.LOCK_EX); open(\"/tmp/locked\", \"w\").close(); "
@@ -168,7 +168,7 @@ def test_apt_held_by_another_process_is_one_line(bare_root):
     run = bare_root.run(holder + " ".join(SETUP) + "; rc=$?; kill $!; exit $rc",
                         env={"IOSTACK_APT_LOCK_TIMEOUT": "1"})
     line = assert_one_line_and_nothing_changed(run, bare_root, status)
-    assert "/var/lib/dpkg/lock-frontend is held by another process (python3, pid" in line
+    assert "/var/lib/dpkg/lock-frontend is held by another process: wait for it" in line
 
 
 def test_an_os_set_up_does_not_know_is_one_line(bare_root, tmp_path):

@@ -127,7 +127,9 @@ class DebianRoot:
             mounts.append(f"mount --bind {shlex.quote(str(host))} {shlex.quote(target)}")
             if ro:
                 mounts.append(f"mount -o remount,ro,bind {shlex.quote(target)}")
-        inner = f"cd {shlex.quote(cwd)} 2>/dev/null || cd /; exec {script}"
+        # a list is one command (exec'd); a string is a shell script
+        inner = f"cd {shlex.quote(cwd)} 2>/dev/null || cd /; " + (
+            script if isinstance(cmd, str) else f"exec {script}")
         chroot = ["chroot", *([f"--userspec={user}"] if user else []), str(self.path),
                   "/bin/sh", "-c", inner]
         environment = {**CLEAN_ENV, **(env or {})}

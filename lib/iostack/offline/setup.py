@@ -45,6 +45,9 @@ def _no_space(m):
 _CAUSES = [
     (re.compile(r"Could not get lock (?P<lock>\S+?)\.?(?: It is held by process "
                 r"(?P<pid>\d+) \((?P<holder>[^)]*)\))?$", re.M), _lock_held),
+    # after DPkg::Lock::Timeout, apt names the holder on stdout only
+    (re.compile(r"Unable to acquire the dpkg frontend lock \((?P<lock>[^)]+)\)(?P<pid>)(?P<holder>)"),
+     _lock_held),
     (re.compile(r"You don't have enough free space in (?P<where>\S+?)\.?$|"
                 r"No space left on device(?P<none>)", re.M),
      lambda m: _no_space({"where": m["where"]})),
