@@ -18,9 +18,10 @@ def cmd_setup(args):
 
 
 def cmd_test(args):
+    from iostack.offline import setup
+
+    setup.for_tests()  # the tests' system packages and Python tools, as set-up installs them
     python = paths.venv() / "bin" / "python"
-    if not python.exists():
-        raise IostackError("no venv: run bin/iostack setup first")
     return run([python, "-m", "pytest", *args.pytest_args], cwd=paths.REPO, check=False).returncode
 
 
@@ -49,6 +50,8 @@ def cmd_deploy(args):
     site = facts.check_site(args.site)
     _require_spack()
     root = paths.deploy_root(site, args.root)
+    if not args.skip_regression:
+        nightly.require_node_packages(args.reframe_args)
 
     def regression(tree, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check
@@ -240,6 +243,10 @@ def parser():
     p = sub.add_parser("setup", help="install system packages, the Python tools and Spack")
     p.add_argument("--skip-apt", action="store_true",
                    help="do not run apt; fail with the apt line if packages are missing")
+    p.add_argument("--with", dest="with_", action="append", default=[],
+                   choices=["nightly", "tests"],
+                   help="also what the nightly regression's checks run on this node "
+                        "(nightly), or the test suite's tools (tests); repeatable")
     p.add_argument("--spack-bundle", metavar="DIR",
                    help="offline bundle to set up from instead of the network: the pinned "
                         "Spack and spack-packages archives, a source mirror, SHA256SUMS "

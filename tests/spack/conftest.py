@@ -157,13 +157,4 @@ def register_source_mirror(cache: pathlib.Path, mirror: pathlib.Path) -> None:
     config.write_mirrors(f, bundle.bundle_mirrors(mirror, None), replace=True, written_by="the Spack tier")
 
 
-def shared_bundle() -> pathlib.Path:
-    """The offline bundle CI gets (../shared/spack), or where IOSTACK_SPACK_BUNDLE says."""
-    where = os.environ.get("IOSTACK_SPACK_BUNDLE") or paths.REPO.parent / "shared" / "spack"
-    where = pathlib.Path(where)
-    if not (where / bundle.SUMS).is_file():
-        message = f"no offline Spack bundle at {where} (set IOSTACK_SPACK_BUNDLE)"
-        if os.environ.get("IOSTACK_REQUIRE_SPACK"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return where
+from support.fixtures import shared_bundle  # noqa: E402,F401  (the tier's tests import it from here)

@@ -111,7 +111,7 @@ def test_readme_site_table_names_existing_files():
 # ---- set-up installs the aarch64 target's libraries (multiarch) ----------------------
 
 def test_apt_list_names_the_arm64_target_libraries():
-    pkgs = setup.apt_packages()
+    pkgs = setup.apt_packages("bookworm", ("nightly",))
     assert {"libc6-dev:arm64", "libeccodes0:arm64", "qemu-user", "g++-aarch64-linux-gnu"} <= set(pkgs)
     assert setup.foreign_architectures(pkgs) == ["arm64"]
 
@@ -124,7 +124,7 @@ def test_setup_adds_the_architecture_before_apt_update(monkeypatch, capsys):
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     setup.system_packages(skip_apt=False)
     assert ran[0] == ["dpkg", "--add-architecture", "arm64"]
-    assert ran[1][:2] == ["apt-get", "update"]
+    assert ran[1][0] == "apt-get" and "update" in ran[1]
     assert ran[2][-2:] == ["cmake", "libeccodes0:arm64"]
     # without root, the printed line says the same, in that order
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
