@@ -83,7 +83,7 @@ def checked(step: str, cmd, **kwargs):
     try:
         return run(cmd, capture_stderr=True, **kwargs)
     except CommandFailed as e:
-        raise SetupRefused(explain(step, e.stderr)) from None
+        raise SetupRefused(explain(step, e.stderr or "")) from None
 
 
 def system_packages(skip_apt: bool, purposes=("deploy",), os_release_file: pathlib.Path = OS_RELEASE):
