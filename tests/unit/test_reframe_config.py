@@ -182,13 +182,21 @@ def test_a_module_the_lock_lacks_or_builds_with_another_compiler_is_named(config
         "['gcc@11.2.0'] or a core compiler ['gcc@11.2.0']"]
 
 
-def test_modes_retry_and_write_junit(config, tmp_path):
-    modes = {m["name"]: m["options"] for m in config["modes"]}
-    assert set(modes) == {"nightly", "weekly"}
-    for name, options in modes.items():
-        assert any(o.startswith("--max-retries=") for o in options)
-        assert f"--report-junit={tmp_path}/reports/junit-{name}.xml" in options
-    assert "--tag=nightly" in modes["nightly"]
+def test_every_mode_writes_its_junit_beside_the_run_reports_iostack_reads(monkeypatch, tmp_path):
+    """Each mode's JUnit report lands in the directory of the run reports that bin/iostack
+    reads and the nightly workflow uploads (<state>/reports, the state the runner gives)."""
+    from iostack.regression import reframe, results
+
+    monkeypatch.setenv("LMOD_CMD", "/bin/true")
+    state = pathlib.Path(reframe.environment(tmp_path / "deployment")["IOSTACK_RFM_STATE"])
+    config = load_config(monkeypatch, state)
+    assert [m["name"] for m in config["modes"]] == ["nightly", "weekly"]
+    for mode in config["modes"]:
+        (junit,) = [o.split("=", 1)[1] for o in mode["options"] if o.startswith("--report-junit=")]
+        beside = pathlib.Path(junit).with_name(f"run-report-{mode['name']}.json")
+        beside.parent.mkdir(parents=True, exist_ok=True)
+        beside.write_text("{}")
+        assert beside in results.run_reports(state)
 
 
 def test_reframe_stores_sessions_where_iostack_reads_them(monkeypatch, tmp_path):
