@@ -162,6 +162,25 @@ def test_mounted_device_is_refused_even_with_force(loops, venv_bin, tmp_path):
     assert sha256_of(str(busy / "results.bin")) == file_sha
 
 
+def test_a_device_in_use_as_swap_is_refused_even_with_force(loops, venv_bin, tmp_path):
+    """Swap is no mount: lsblk's mount points name it ([SWAP])."""
+    if not shutil.which("swapon"):
+        pytest.skip("swapon not installed")
+    dev = loops(64 * 1024 * 1024)
+    _sh("mkswap", dev)
+    _sh("swapon", dev)
+    try:
+        run = run_role(venv_bin, "nvme_scratch",
+                       scratch_vars(tmp_path, [dev], nvme_scratch_force_wipe=True), tmp_path)
+        assert run.rc != 0
+        assert f"{dev} ({dev}): refused - mounted or in use: [SWAP]" in run.messages()
+        assert "DESTROYING" not in run.messages()
+        assert dev in _sh("swapon", "--show=NAME", "--noheadings").stdout.split()
+        assert blkid(dev)["TYPE"] == "swap"
+    finally:
+        _sh("swapoff", dev, check=False)
+
+
 def test_root_disk_is_never_a_candidate(is_root, venv_bin, tmp_path):
     """The disk under / is refused even when listed with force (check mode, as a second guard)."""
     if not is_root:

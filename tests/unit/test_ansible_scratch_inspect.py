@@ -35,7 +35,8 @@ class FakeProbe:
         self.blk = {"/dev/nvme3n1": {"TYPE": "xfs", "UUID": "u-3", "LABEL": "old"}}
         self.sigs = {"/dev/nvme3n1": [{"type": "xfs", "offset": "0x0"}],
                      "/dev/nvme2n1": [{"type": "gpt", "offset": "0x200"}]}
-        self.mounts = ""
+        #: what `findmnt -J -l --nofsroot -o SOURCE,MAJ:MIN,TARGET` lists
+        self.mounted = []
         self.holder = {}
 
     def _find(self, name, nodes=None):
@@ -66,7 +67,7 @@ class FakeProbe:
         return {"/": "/dev/nvme0n1p2", "/boot/efi": "/dev/nvme0n1p1"}.get(target, "")
 
     def read(self, path):
-        return self.mounts if path == "/proc/mounts" else ""
+        return ""
 
     def holders(self, kname):
         return self.holder.get(kname, [])
@@ -83,8 +84,8 @@ class FakeProbe:
     def loops(self):
         return []
 
-    def mountinfo(self):
-        return {}
+    def mounts(self):
+        return self.mounted
 
     def trial(self, fstype, label, mkfs_opts, mount_opts):
         return []
@@ -144,7 +145,8 @@ def test_data_refused_without_force_wiped_with_force_listing_it():
 def test_mounted_elsewhere_refused_even_if_ours_and_forced():
     probe = FakeProbe()
     probe.blk["/dev/nvme1n1"] = {"TYPE": "xfs", "UUID": "u-1", "LABEL": "iostack-scr"}
-    probe.mounts = "/dev/nvme1n1 /somewhere xfs rw 0 0\n"
+    # found by its source: the file system's major:minor is not the disk's (btrfs)
+    probe.mounted = [{"source": "/dev/nvme1n1", "maj:min": "0:53", "target": "/somewhere"}]
     res = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], force=True), probe)
     assert "mounted or in use: /somewhere" in verdicts(res)["/dev/disk/by-id/nvme-Fake_S1"][1]
 
@@ -153,7 +155,7 @@ def test_own_filesystem_on_own_mount_is_ours():
     probe = FakeProbe()
     probe.blk["/dev/nvme1n1"] = {"TYPE": "xfs", "UUID": "u-1", "LABEL": "iostack-scr"}
     probe.sigs["/dev/nvme1n1"] = [{"type": "xfs", "offset": "0x0"}]
-    probe.mounts = "/dev/nvme1n1 /mnt/localdisk xfs rw 0 0\n"
+    probe.mounted = [{"source": "/dev/nvme1n1", "maj:min": "259:1", "target": "/mnt/localdisk"}]
     res = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"]), probe)
     assert verdicts(res)["/dev/disk/by-id/nvme-Fake_S1"][0] == "ours"
 
@@ -237,7 +239,8 @@ def test_a_loop_alias_shares_the_mounts_of_its_twin():
     probe.tree[-2]["maj:min"], probe.tree[-1]["maj:min"] = "7:0", "7:1"
     probe.loops = lambda: [{"name": "/dev/loop0", "maj:min": "7:0", "back-maj:min": "254:0", "back-ino": "42"},
                            {"name": "/dev/loop1", "maj:min": "7:1", "back-maj:min": "254:0", "back-ino": "42"}]
-    probe.mountinfo = lambda: {"7:0": ["/data"]}
+    # found by major:minor alone
+    probe.mounts = lambda: [{"source": "/dev/disk/by-label/data", "maj:min": "7:0", "target": "/data"}]
     res = mod.inspect(params(["/dev/loop1"], allow_plain_paths=True, force=True), probe)
     assert "mounted or in use: /data (through /dev/loop0, on the same backing file)" in verdicts(res)["/dev/loop1"][1]
 

@@ -10,9 +10,9 @@ short_description: Decide which scratch devices are safe to format
 description:
   - Resolves each listed device (stable /dev/disk/by-id path, serial or WWN;
     plain kernel paths only when I(allow_plain_paths) is set), then reads
-    C(lsblk -J), C(blkid -p), C(wipefs -n -J), C(findmnt), C(losetup -J),
-    /proc/mounts, /proc/self/mountinfo, /proc/swaps and sysfs holders. Changes
-    nothing on any device.
+    C(lsblk -J) (its mount points include [SWAP]), C(blkid -p), C(wipefs -n -J),
+    C(findmnt -J), C(losetup -J) and sysfs holders. Changes nothing on any
+    device.
   - C(invalid) lists mkfs and mount arguments that would fail: the label's
     length for the filesystem, the md name, and what mkfs and mount say of
     the options when tried on a throwaway image file (mkfs on a sparse file,
@@ -189,13 +189,11 @@ class Probe:
             return []
         return [{k: str(v).strip() for k, v in d.items()} for d in json.loads(out).get("loopdevices", [])]
 
-    def mountinfo(self):
-        """major:minor -> mount points, as findmnt lists them (names do not matter)."""
-        rc, out, _ = self.run(["findmnt", "-J", "-l", "-o", "MAJ:MIN,TARGET"])
-        found = {}
-        for fs in json.loads(out).get("filesystems", []) if rc == 0 and out.strip() else []:
-            found.setdefault(fs["maj:min"], []).append(fs["target"])
-        return found
+    def mounts(self):
+        """Every mount as findmnt lists it: source (without a bind mount's [/dir]),
+        major:minor and mount point."""
+        rc, out, _ = self.run(["findmnt", "-J", "-l", "--nofsroot", "-o", "SOURCE,MAJ:MIN,TARGET"])
+        return json.loads(out).get("filesystems", []) if rc == 0 and out.strip() else []
 
     def trial(self, fstype, label, mkfs_opts, mount_opts):
         """mkfs and mount with the role's arguments on a throwaway image; what they refuse."""
@@ -272,21 +270,11 @@ def resolve(spec, probe, allow_plain, all_disks):
 
 
 def mounts_of(probe, names, majmins=()):
-    """Mount points (from /proc/mounts by name, /proc/self/mountinfo by major:minor) and
-    swap use of any of the names."""
-    found = []
-    for line in probe.read("/proc/mounts").splitlines():
-        fields = line.split()
-        if len(fields) >= 2 and fields[0] in names:
-            found.append(fields[1].replace("\\040", " "))
-    by_majmin = probe.mountinfo()
-    for majmin in majmins:
-        found.extend(by_majmin.get(majmin, []))
-    for line in probe.read("/proc/swaps").splitlines()[1:]:
-        fields = line.split()
-        if fields and fields[0] in names:
-            found.append("[swap]")
-    return found
+    """Mount points of any of the device names or major:minor numbers (a file system whose
+    major:minor is not its device's, as btrfs's, is found by its source). Swap is in
+    lsblk's mount points."""
+    return [fs["target"] for fs in probe.mounts()
+            if fs.get("source") in names or fs.get("maj:min") in majmins]
 
 
 def validate_arguments(params, probe):
