@@ -4,7 +4,9 @@ meet; per check and performance variable, a PNG of its values over time with the
 the failed points marked, and below it every point with the release it ran on (linked to
 the page's release table) and that release's lock sha256. The sessions come from
 ReFrame's results DB (iostack.regression.results); the releases from the deployment
-(iostack.deployment.releases).
+(iostack.deployment.releases). Between them, the latest session against the earlier ones
+as ReFrame's own `--performance-compare` computes it. The page is a Jinja2 template,
+templates/report.html; this module gives it the rows and draws the charts.
 
 Variables of a sweep within one job, named `<variable>_<axis>_<count>` (FDB writers,
 NetCDF ranks), are drawn against the count instead, one chart per check, variable and axis
@@ -13,13 +15,14 @@ from the latest session that has them.
 from __future__ import annotations
 
 import datetime
-import html
 import json
 import math
 import os
 import pathlib
 import re
 from typing import Any
+
+import jinja2
 
 from iostack.core.errors import Failed
 from iostack.deployment import releases
@@ -252,16 +255,6 @@ def band_text(lo, hi, unit: str = "", no_baseline: bool = False) -> str:
     return "not checked"
 
 
-def _short(text: str, n: int = 12) -> str:
-    return html.escape(text[:n]) if text else "-"
-
-
-def release_cell(release: str) -> str:
-    if not release:
-        return "<span title='this session ran before releases'>-</span>"
-    return f"<a href='#release-{html.escape(release)}'>{html.escape(release)}</a>"
-
-
 def latest_cases(sessions: list[dict]) -> dict[tuple, tuple[dict, dict]]:
     """Each test case's last attempt in the newest session that ran it, with that
     session's info."""
@@ -272,69 +265,24 @@ def latest_cases(sessions: list[dict]) -> dict[tuple, tuple[dict, dict]]:
     return latest
 
 
-def latest_table(sessions: list[dict]) -> str:
+def latest_rows(sessions: list[dict]) -> list[dict]:
+    """The latest results table: a row per test case, its values with their bands."""
     rows = []
     for (name, system, partition, environ), (tc, info) in sorted(latest_cases(sessions).items()):
         perf = []
         for var, pv in results.perf_values(tc).items():
             lo, hi = bounds(pv.ref, pv.lower, pv.upper)
-            band = band_text(lo, hi, pv.unit or "", references.is_no_baseline(pv.ref))
-            mark = " class='fail'" if pv.result == "fail" else ""
-            perf.append(f"<span{mark}>{html.escape(var)} = {_fmt(pv.value)} "
-                        f"{html.escape(pv.unit or '')}</span> <span class='band'>(reference: "
-                        f"{html.escape(band)})</span>")
-        result = tc.get("result", "")
-        reason = tc.get("fail_reason") or ""
-        when = tc.get("job_completion_time_unix") or info.get("time_start_unix")
-        stack = stack_of(info)
-        rows.append(
-            f"<tr class='{html.escape(result)}'><td>{html.escape(name)}</td>"
-            f"<td>{html.escape(system)}:{html.escape(partition)}+{html.escape(environ or '')}</td>"
-            f"<td class='result'>{html.escape(result.upper())}</td>"
-            f"<td class='when'>{_utc(when).strftime('%Y-%m-%d %H:%M') if when else ''}</td>"
-            f"<td>{release_cell(stack['release'])}</td>"
-            f"<td class='perf'>{'<br>'.join(perf) or '<span class=band>no performance variables</span>'}</td>"
-            f"<td><small>{html.escape(reason[:300])}</small></td></tr>")
-    return ("<table class='latest'><tr><th>test case</th><th title='system:partition+environment'>"
-            "where</th><th>result</th><th>ran (UTC)</th><th>release</th><th>performance "
-            "(reference band it must be in)</th><th>failure</th></tr>\n"
-            + "\n".join(rows) + "\n</table>")
+            perf.append({"var": var, "value": pv.value, "unit": pv.unit or "",
+                         "failed": pv.result == "fail",
+                         "band": band_text(lo, hi, pv.unit or "", references.is_no_baseline(pv.ref))})
+        rows.append({"name": name, "where": f"{system}:{partition}+{environ or ''}",
+                     "result": tc.get("result", ""), "reason": (tc.get("fail_reason") or "")[:300],
+                     "when": tc.get("job_completion_time_unix") or info.get("time_start_unix"),
+                     "release": stack_of(info)["release"], "perf": perf})
+    return rows
 
 
-def points_table(points: list[dict]) -> str:
-    rows = []
-    for p in sorted(points, key=lambda p: p["t"], reverse=True):
-        band = band_text(p["low"], p["high"], p["unit"], p["no_baseline"])
-        rows.append(
-            f"<tr class='{html.escape(p['result'] or '')}'>"
-            f"<td class='when'>{_utc(p['t']).strftime('%Y-%m-%d %H:%M')}</td>"
-            f"<td>{html.escape(p['label'])}</td>"
-            f"<td class='num'>{_fmt(p['value'])} {html.escape(p['unit'])}</td>"
-            f"<td>{html.escape(band)}</td>"
-            f"<td class='result'>{html.escape((p['result'] or '').upper())}</td>"
-            f"<td>{release_cell(p['release'])}</td>"
-            f"<td class='hash' title='{html.escape(p['lock'])}'>{_short(p['lock'])}</td></tr>")
-    return ("<div class='points'><table><tr><th>ran (UTC)</th><th>test case</th><th>value</th>"
-            "<th>reference band</th><th>result</th><th>release</th><th>spack.lock sha256</th>"
-            "</tr>\n" + "\n".join(rows) + "\n</table></div>")
-
-
-def image_map(name: str, points: list[dict]) -> str:
-    """Each point of a chart links to its release; hovering names it."""
-    areas = []
-    for p in points:
-        if "px" not in p:
-            continue
-        title = (f"{_utc(p['t']).strftime('%Y-%m-%d %H:%M')} UTC, {p['label']}: {_fmt(p['value'])} "
-                 f"{p['unit']}, {(p['result'] or '').upper()}; release {p['release'] or '-'}, "
-                 f"lock {p['lock'][:12] or '-'}")
-        href = f" href='#release-{html.escape(p['release'])}'" if p["release"] else ""
-        areas.append(f"<area shape='circle' coords='{p['px']},{p['py']},7'{href} "
-                     f"title='{html.escape(title)}' alt='{html.escape(title)}'>")
-    return f"<map name='{html.escape(name)}'>{''.join(areas)}</map>"
-
-
-def releases_table(root: pathlib.Path | None, sessions: list[dict], out: pathlib.Path) -> str:
+def release_rows(root: pathlib.Path | None, sessions: list[dict], out: pathlib.Path) -> list[dict]:
     """The deployment's releases (and any a session names that is gone), each an anchor
     the points link to."""
     known = releases.listing(root) if root else []
@@ -344,107 +292,46 @@ def releases_table(root: pathlib.Path | None, sessions: list[dict], out: pathlib
         rid = s["session_info"].get("release")
         if rid:
             count[rid] = count.get(rid, 0) + 1
-    rows = []
-    for r in known:
-        meta = r.meta
-        link = os.path.relpath(r.path / releases.META, out)
-        rows.append(
-            f"<tr id='release-{html.escape(r.id)}' class='{'current' if r.id == cur else ''}'>"
-            f"<td><a href='{html.escape(link)}'>{html.escape(r.id)}</a></td>"
-            f"<td class='hash'>{_short(meta.get('commit', ''), 16)}</td>"
-            f"<td class='hash' title='{html.escape(meta.get('spack_lock_sha256', ''))}'>"
-            f"{_short(meta.get('spack_lock_sha256', ''))}</td>"
-            f"<td>{html.escape(r.created.replace('T', ' ').rstrip('Z'))}</td>"
-            f"<td>{html.escape(r.verdict)}</td><td>{'current' if r.id == cur else ''}</td>"
-            f"<td class='num'>{count.get(r.id, 0)}</td></tr>")
-    for rid in sorted(set(count) - {r.id for r in known}):
-        rows.append(f"<tr id='release-{html.escape(rid)}'><td>{html.escape(rid)}</td>"
-                    "<td colspan='5'>no longer in the deployment (pruned)</td>"
-                    f"<td class='num'>{count[rid]}</td></tr>")
-    if not rows:
-        return "<p>No releases: these sessions ran on a deployment without releases.</p>"
-    return ("<table class='releases'><tr><th>release</th><th>commit</th><th>spack.lock sha256"
-            "</th><th>built (UTC)</th><th>regression at deploy</th><th></th><th>sessions here"
-            "</th></tr>\n" + "\n".join(rows) + "\n</table>")
+    rows = [{"id": r.id, "link": os.path.relpath(r.path / releases.META, out),
+             "commit": r.meta.get("commit", ""), "lock": r.meta.get("spack_lock_sha256", ""),
+             "created": r.created.replace("T", " ").rstrip("Z"), "verdict": r.verdict,
+             "current": r.id == cur, "sessions": count.get(r.id, 0), "gone": False}
+            for r in known]
+    rows += [{"id": rid, "gone": True, "sessions": count[rid]}
+             for rid in sorted(set(count) - {r.id for r in known})]
+    return rows
 
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
-table {{ border-collapse: collapse; margin-bottom: 1.5em; }}
-td, th {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }}
-th {{ background: #f4f4f4; position: sticky; top: 0; }}
-td.num {{ text-align: right; white-space: nowrap; }}
-td.when {{ white-space: nowrap; }}
-td.perf {{ min-width: 22em; }}
-td.perf span {{ white-space: nowrap; }}
-td.hash {{ font-family: monospace; }}
-.band {{ color: #555; font-size: 0.9em; }}
-span.fail {{ color: #b00000; font-weight: bold; }}
-tr.pass td.result {{ background: #d9f2d9; }}
-tr.fail td.result {{ background: #f8d0d0; font-weight: bold; }}
-tr.skip td.result {{ background: #eee; }}
-tr.current td {{ background: #eef5ff; }}
-tr:target td {{ outline: 2px solid #3465a4; }}
-figure {{ margin: 0 0 2.5em 0; }}
-figure img {{ display: block; border: 1px solid #ddd; }}
-div.points {{ max-height: 18em; overflow-y: auto; display: inline-block; margin-top: 0.5em; }}
-div.points table {{ margin: 0; font-size: 0.9em; }}
-</style></head>
-<body>
-<h1>{title}</h1>
-<p>{summary}</p>
-<h2>Latest result of each test case</h2>
-<p class="band">A test case passes when its checks pass and each performance value is in
-its reference band. The release column links to the release the case last ran on.</p>
-{table}
-<h2>Performance over time</h2>
-<p class="band">Each point is one run of a test case; click a point, or a release in the
-table under its chart, to see the release it ran on. Red crosses mark failed runs.</p>
-{figures}
-<h2>Releases</h2>
-{releases}
-</body></html>
-"""
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("iostack.regression", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=_fmt, utc=lambda unix, fmt="%Y-%m-%d %H:%M": _utc(unix).strftime(fmt),
+                       slug=_slug)
+    env.globals["band"] = band_text
+    return env.get_template("report.html")
 
 
-def write(site: str, sessions: list[dict], out: pathlib.Path,
-          root: pathlib.Path | None = None) -> pathlib.Path:
-    """The page and its charts in `out`; `root`: the deployment whose releases to list."""
+def write(site: str, sessions: list[dict], out: pathlib.Path, root: pathlib.Path | None = None,
+          comparison: list[results.Comparison] | None = None) -> pathlib.Path:
+    """The page and its charts in `out`; `root`: the deployment whose releases to list;
+    `comparison`: the latest session against the earlier ones (results.compare_latest;
+    None: no such section)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.png"):
         old.unlink()
     latest = sessions[-1]
-    info = latest["session_info"]
-    figures = []
-    for (check, var), points in sorted(series(sessions).items()):
-        png = plot(check, var, points, out)
-        name = f"points-{_slug(check)}__{_slug(var)}"
-        figures.append(
-            f"<figure><img src='{html.escape(png.name)}' usemap='#{name}' "
-            f"alt='{html.escape(check)} {html.escape(var)} over time'>{image_map(name, points)}"
-            f"<figcaption>{points_table(points)}</figcaption></figure>")
-    for (check, var, axis), sweep in sorted(sweeps(sessions).items()):
-        png = plot_sweep(check, var, axis, sweep, out)
-        figures.append(f"<figure><img src='{html.escape(png.name)}' alt='{html.escape(check)} "
-                       f"{html.escape(var)} by {axis}'><figcaption>{html.escape(check)}: "
-                       f"{html.escape(var)} by {axis}</figcaption></figure>")
-    failures = info.get("num_failures", 0)
-    stack = stack_of(info)
-    started = info.get("time_start_unix")
-    summary = (
-        f"{len(sessions)} stored session(s). The latest ran "
-        f"{_utc(started).strftime('%Y-%m-%d %H:%M UTC') if started else html.escape(info.get('time_start', ''))}"
-        f" on {html.escape(info.get('hostname', ''))}: {info.get('num_cases', 0)} test case(s), "
-        f"<b>{failures} failure(s)</b>; release {release_cell(stack['release'])}, repository "
-        f"commit <span class='hash'>{_short(stack['commit'], 16)}</span>, spack.lock sha256 "
-        f"<span class='hash' title='{html.escape(stack['lock'])}'>{_short(stack['lock'])}</span>"
-        f" (session {html.escape(info.get('uuid', ''))}).")
-    page = PAGE.format(title=html.escape(f"iostack nightly: {site}"), summary=summary,
-                       table=latest_table(sessions),
-                       figures="\n".join(figures) or "<p>No performance variables stored.</p>",
-                       releases=releases_table(root, sessions, out))
+    charts = [{"check": check, "var": var, "png": plot(check, var, points, out).name,
+               "points": sorted(points, key=lambda p: p["t"], reverse=True)}
+              for (check, var), points in sorted(series(sessions).items())]
+    sweep_charts = [{"check": check, "var": var, "axis": axis,
+                     "png": plot_sweep(check, var, axis, sweep, out).name}
+                    for (check, var, axis), sweep in sorted(sweeps(sessions).items())]
+    page = _template().render(
+        site=site, sessions=sessions, info=latest["session_info"],
+        stack=stack_of(latest["session_info"]), latest=latest_rows(sessions),
+        comparison=comparison, charts=charts, sweep_charts=sweep_charts,
+        releases=release_rows(root, sessions, out))
     index = out / "index.html"
     index.write_text(page)
     (out / "latest-session.json").write_text(json.dumps(latest, indent=1))
@@ -458,6 +345,6 @@ def main(site: str, system: str, root: pathlib.Path, out: pathlib.Path | None,
         raise Failed(f"no stored sessions in the results DB under {root / 'reframe'} "
                      f"for {period}: run `bin/iostack nightly --site {site}` first")
     out = out or root / "reframe" / "report"
-    index = write(site, sessions, out, root)
+    index = write(site, sessions, out, root, results.compare_latest(system, root, sessions, period))
     print(f"iostack: report: {index} ({len(list(out.glob('*.png')))} charts)")
     return 0

@@ -38,6 +38,81 @@ def stored_sessions(system: str, root: pathlib.Path, period: str = ALL_TIME) -> 
     return sorted(sessions, key=lambda s: s["session_info"].get("time_start_unix", 0))
 
 
+#: how the comparison's two sides are named in ReFrame's table
+LATEST, EARLIER = "latest", "earlier"
+NO_DATA = "<no data>"
+
+
+class Comparison(NamedTuple):
+    """One row of ReFrame's --performance-compare: a performance variable of a test case,
+    the median of each side, how many values each median is of, and the difference."""
+
+    name: str
+    sysenv: str
+    var: str
+    unit: str
+    latest: float
+    earlier: float
+    latest_samples: int
+    earlier_samples: int
+    diff_percent: float
+
+
+def comparison_command(system: str, sessions: list[dict], period: str = ALL_TIME) -> list[str]:
+    """ReFrame's `--performance-compare` of the latest of `sessions` against the ones before
+    it in `period`, the median of each side (with how many values each is of), its table as
+    tab-separated values."""
+    info = sessions[-1]["session_info"]
+    # sessions, not job completion times, split the sides: a session filter (ReFrame
+    # evaluates it on each session's session_info)
+    spec = (f"{info['uuid']}/{period}?time_start_unix < {info['time_start_unix']!r}"
+            "/median:/+psamples")
+    return [str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+            "--system", system, "--performance-compare", spec, "--table-format", "csv",
+            "--table-format-delim", "\t", "--term-lhs", LATEST, "--term-rhs", EARLIER]
+
+
+def compare_latest(system: str, root: pathlib.Path, sessions: list[dict],
+                   period: str = ALL_TIME) -> list[Comparison]:
+    """The latest of `sessions` (the results DB's under `root`) against the ones before it
+    in `period`, as ReFrame compares them (comparison_command). Variables the earlier
+    sessions lack are left out."""
+    if len(sessions) < 2:
+        return []
+    proc = capture(comparison_command(system, sessions, period),
+                   env_extra=reframe.environment(root))
+    if proc.returncode != 0:
+        raise Failed(f"comparing the sessions' performance failed:\n{proc.stdout[-2000:]}"
+                     f"{proc.stderr[-2000:]}")
+    return parse_comparison(proc.stdout)
+
+
+def parse_comparison(text: str) -> list[Comparison]:
+    """The rows of a `--performance-compare ... /median:/+psamples` table that ReFrame
+    printed as tab-separated values (other lines, such as warnings, are not the table)."""
+    columns = ["name", "sysenv", "pvar", "punit", f"pval (median) ({LATEST})",
+               f"pval (median) ({EARLIER})", f"psamples ({LATEST})", f"psamples ({EARLIER})",
+               "pdiff (%)"]
+    lines = text.splitlines()
+    header = "\t".join(columns)
+    if header not in lines:
+        raise Failed(f"ReFrame did not print the comparison table ({header!r}):\n{text[:2000]}")
+    rows = []
+    for line in lines[lines.index(header) + 1:]:
+        fields = line.split("\t")
+        if len(fields) != len(columns):
+            break
+        name, sysenv, var, unit, latest, earlier, n_latest, n_earlier, diff = fields
+        if earlier == NO_DATA:  # what ReFrame prints when no earlier session has a value
+            continue
+        try:
+            rows.append(Comparison(name, sysenv, var, unit, float(latest), float(earlier),
+                                   int(n_latest), int(n_earlier), float(diff)))
+        except ValueError:
+            raise Failed(f"ReFrame's comparison row is not numbers: {line!r}") from None
+    return rows
+
+
 def run_reports(state: pathlib.Path) -> list[pathlib.Path]:
     """The JSON run reports under a ReFrame state directory (<root>/reframe), oldest first."""
     return sorted((state / "reports").glob("run-report-*.json"), key=os.path.getmtime)
