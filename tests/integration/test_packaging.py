@@ -57,6 +57,10 @@ def test_pip_install_gives_a_working_command_that_needs_the_repository_named(che
                         "print(f.__file__); print(f.TEMPLATE.read_text()[:40])", cwd=tmp_path)
     assert site_packages.returncode == 0, site_packages.stderr
     assert str(tmp_path / "venv") in site_packages.stdout.splitlines()[0]   # its data came too
+    page = run(bin_dir / "python", "-c", "from iostack.regression import report; "
+               "print(report._template().filename)", cwd=tmp_path)
+    assert page.returncode == 0, page.stderr    # the report page's template, and Jinja2
+    assert page.stdout.startswith(str(tmp_path / "venv")) and page.stdout.strip().endswith(".html")
 
     helped = run(bin_dir / "iostack", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "deploy" in helped.stdout and "nightly" in helped.stdout

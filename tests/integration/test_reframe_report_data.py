@@ -1,52 +1,44 @@
-"""The real ReFrame run report the unit tests read (tests/data/reframe/run-report-tiny.json,
-from tests/data/reframe/tiny_checks.py) is what the ReFrame set-up installs writes: run the
-checks again and compare. IOSTACK_REGENERATE_REPORTS=1 rewrites the committed report."""
+"""The real ReFrame run reports the unit tests read (tests/data/reframe: run-report-tiny.json,
+report/*.json, and ReFrame's comparison of the series, report/series-compare.tsv) are what
+the ReFrame set-up installs writes: run each recipe again (tests/support/reframe_runs.py)
+and compare. IOSTACK_REGENERATE_REPORTS=1 rewrites the kept files."""
 from __future__ import annotations
 
 import json
 import os
-import pathlib
-import subprocess
 
 import pytest
 
 from iostack.core import paths
-from iostack.regression import reframe
-
-DATA = paths.REPO / "tests" / "data" / "reframe"
-COMMITTED = DATA / "run-report-tiny.json"
-
-
-def run_tiny_checks(work: pathlib.Path) -> dict:
-    """A real `reframe -r` of the tiny checks on system `local`, its JSON run report."""
-    report = work / "run-report-tiny.json"
-    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(work / "root").items()}}
-    p = subprocess.run([str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
-                        "--system", "local", "--prefix", str(work / "out"),
-                        "-c", str(DATA / "tiny_checks.py"), "-r", "--report-file", str(report),
-                        "--session-extras", "site=local,commit=" + "0" * 40],
-                       capture_output=True, text=True, env=env, cwd=work, timeout=600)
-    assert report.is_file(), p.stdout[-3000:] + p.stderr[-2000:]
-    return json.loads(report.read_text())
+from support import reframe_runs
 
 
 def shape(report: dict) -> dict:
-    """What the unit tests rely on: the keys at each level and each case's outcome."""
-    cases = report["runs"][0]["testcases"]
+    """What the unit tests rely on: the keys at each level, the session's extras, and each
+    attempt's outcome with its performance values (the checks print fixed values)."""
+    info = report["session_info"]
+    attempts = [(run["run_index"], tc) for run in report["runs"] for tc in run["testcases"]]
     return {
-        "top": sorted(report), "session_info": sorted(report["session_info"]),
-        "testcase": sorted(cases[0]),
-        "outcomes": sorted((tc["name"], tc["result"], tc["fail_phase"],
-                            tuple((k.split(":", 2)[2], len(v), v[4], v[5])
-                                  for k, v in tc["perfvalues"].items())) for tc in cases),
+        "top": sorted(report), "session_info": sorted(info),
+        "extras": {k: info.get(k) for k in ("site", "commit", "spack_lock_sha256", "release")},
+        "testcase": sorted({key for _, tc in attempts for key in tc}),
+        "outcomes": sorted((i, tc["name"], tc["result"], tc["fail_phase"],
+                            tc.get("reference_variant"),
+                            sorted((k, tuple(v)) for k, v in tc["perfvalues"].items()))
+                           for i, tc in attempts),
     }
 
 
-def test_the_committed_report_is_what_reframe_writes(tmp_path):
+def test_the_kept_reports_are_what_reframe_writes(tmp_path):
     if not (paths.venv() / "bin" / "reframe").exists():
         pytest.skip("ReFrame not installed (bin/iostack setup)")
-    fresh = run_tiny_checks(tmp_path)
+    made = reframe_runs.make_all(tmp_path)
     if os.environ.get("IOSTACK_REGENERATE_REPORTS"):
-        COMMITTED.write_text(json.dumps(fresh, indent=1) + "\n")
-    assert shape(json.loads(COMMITTED.read_text())) == shape(fresh), (
-        "ReFrame's run report changed shape: IOSTACK_REGENERATE_REPORTS=1 pytest " + __file__)
+        for path, text in made.items():
+            path.write_text(text)
+    hint = "ReFrame's output changed: IOSTACK_REGENERATE_REPORTS=1 pytest " + __file__
+    for path, text in made.items():
+        if path.suffix == ".json":
+            assert shape(json.loads(path.read_text())) == shape(json.loads(text)), (path, hint)
+        else:   # the comparison: medians of fixed values, the same table every time
+            assert path.read_text() == text, (path, hint)

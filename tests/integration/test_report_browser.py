@@ -1,36 +1,41 @@
-"""The report page as a person sees it: opened in headless Chromium (Debian's), with what
-the browser rendered checked: every chart image decoded, each test case's latest verdict
-with its reference band, and each point's release and lock, its point in the chart linking
-to the release. A screenshot of the page is written too."""
+"""The report page as a person sees it: five nights that real ReFrame runs stored, on three
+releases (the tiny checks of tests/data/reframe/report_checks.py print each night's values;
+tests/support/reframe_runs.py), `bin/iostack report`'s page opened in headless Chromium
+(Debian's), with what the browser rendered checked: every chart image decoded, each test
+case's latest verdict with its reference band, ReFrame's comparison of the last night with
+the ones before, and each point's release and lock, its point in the chart linking to the
+release. A screenshot of the page is written too."""
 import json
 import pathlib
+import shutil
+import statistics
 
 import pytest
 from headless_chromium import Chromium, executable
+from support.reframe_runs import REPORT_CHECKS, run_checks, values
 
+from iostack.core import paths
 from iostack.deployment import releases
 from iostack.regression import report
 
-pytestmark = pytest.mark.skipif(executable() is None, reason="chromium not installed (apt: chromium)")
+pytestmark = [
+    pytest.mark.skipif(executable() is None, reason="chromium not installed (apt: chromium)"),
+    pytest.mark.skipif(not (paths.venv() / "bin" / "reframe").exists(),
+                       reason="ReFrame not installed (bin/iostack setup)")]
 
-DAY = 86400
-T0 = 1_790_000_000
-# (release index, fdb_write_bw, fdb_write_ratio): release 1 failed its regression
+# (release index, fdb_write_bw, fdb_write_ratio) of each night: release 1 failed its regression
 DAYS = [(0, 205.0, 0.31), (0, 199.0, 0.30), (1, 150.0, 0.12), (2, 201.0, 0.33), (2, 210.0, 0.29)]
-BW_BAND = "180 to 220 MiB/s"        # 200, -10 %, +10 %
+BW_BAND = "180 to 220 MiB/s"        # 200, -10 %, +10 % (tests/data/reframe/references)
 RATIO_BAND = "at least 0.15 ratio"  # 0.3, -50 %, open above
+THROUGHPUT = "TinyThroughputCheck %size=small"
 
 
-def case(name, t, perf, result):
-    return {"name": name, "system": "local", "partition": "default", "environ": "stack",
-            "result": result, "fail_reason": None if result == "pass" else "performance",
-            "job_completion_time_unix": t, "perfvalues": perf}
-
-
-@pytest.fixture
-def deployment(tmp_path):
-    """A deployment with three releases (the middle one failed) and five nightly sessions
-    on them; IorCheck ran only in the first session."""
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    """A deployment with three releases (the middle one failed) and five nightly sessions on
+    them, each run as `bin/iostack nightly` runs one: on the current release, with its
+    session extras; TinySmokeCheck ran only in the first."""
+    tmp_path = tmp_path_factory.mktemp("report")
     root = tmp_path / "root"
     lock = tmp_path / "spack.lock"
     ids = []
@@ -40,29 +45,17 @@ def deployment(tmp_path):
         releases.record(r, regression=verdict)
         (r.modulefiles / "Core").mkdir(parents=True)
         ids.append(r.id)
-    releases.switch(root, ids[0])
-    releases.switch(root, ids[2])
-    sessions = []
     for day, (rel, bw, ratio) in enumerate(DAYS):
-        t = T0 + day * DAY
-        bw_ok, ratio_ok = 180 <= bw <= 220, ratio >= 0.15
-        cases = [case("FdbThroughputCheck %async_write=False", t + 60, {
-            "local:default:fdb_write_bw": [bw, 200, -0.1, 0.1, "MiB/s", "pass" if bw_ok else "fail"],
-            "local:default:fdb_write_ratio": [ratio, 0.3, -0.5, None, "ratio",
-                                              "pass" if ratio_ok else "fail"]},
-            "pass" if bw_ok and ratio_ok else "fail"),
-            case("StackSmokeCheck %package=fdb@5.10.8", t + 30, {}, "pass")]
-        if day == 0:
-            cases.append(case("IorCheck", t + 90, {}, "pass"))
-        meta = releases.find(root, ids[rel]).meta
-        sessions.append({"session_info": {
-            "uuid": f"s{day}", "time_start_unix": t, "num_cases": len(cases),
-            "num_failures": sum(c["result"] == "fail" for c in cases), "hostname": "vm",
-            "commit": meta["commit"], "spack_lock_sha256": meta["spack_lock_sha256"],
-            "release": ids[rel]}, "runs": [{"testcases": cases}]})
+        releases.switch(root, ids[rel], force=True)
+        tree = releases.tree_under_test(root)
+        commit = releases.load(tree).meta["commit"]
+        run_checks(tmp_path, REPORT_CHECKS,
+                   ["-n", "TinyThroughputCheck" + ("|TinySmokeCheck" if day == 0 else ""),
+                    *values(bw=bw, ratio=ratio), "--session-extras", f"site=local,commit={commit}",
+                    *releases.session_extras(tree)], name=f"night-{day}", root=tree)
     out = root / "reframe" / "report"
-    index = report.write("local", sessions, out, root)
-    return root, ids, sessions, index
+    assert report.main("local", "local", root, out) == 0
+    return root, ids, out / "index.html"
 
 
 ROWS = """Array.from(document.querySelectorAll(SELECTOR)).map(
@@ -79,7 +72,7 @@ def broken_images(browser):
 
 
 def test_report_page_in_a_browser(deployment, tmp_path):
-    root, ids, sessions, index = deployment
+    root, ids, index = deployment
     pngs = sorted(p.name for p in index.parent.glob("*.png"))
     assert len(pngs) == 2
     with Chromium(tmp_path / "profile") as browser:
@@ -91,14 +84,23 @@ def test_report_page_in_a_browser(deployment, tmp_path):
 
         # each test case's latest verdict, with its reference band, from its latest session
         latest = {r[0]: r for r in rows(browser, "table.latest tr:not(:first-child)")}
-        assert sorted(latest) == ["FdbThroughputCheck %async_write=False", "IorCheck",
-                                  "StackSmokeCheck %package=fdb@5.10.8"]
-        fdb = latest["FdbThroughputCheck %async_write=False"]
+        assert sorted(latest) == ["TinySmokeCheck", THROUGHPUT]
+        fdb = latest[THROUGHPUT]
         assert fdb[2] == "PASS" and fdb[4] == ids[2]
         assert f"fdb_write_bw = 210 MiB/s (reference: {BW_BAND})" in fdb[5]
         assert f"fdb_write_ratio = 0.29 ratio (reference: {RATIO_BAND})" in fdb[5]
-        ior = latest["IorCheck"]
-        assert ior[2] == "PASS" and ior[4] == ids[0] and ior[3].startswith("2026-")
+        smoke = latest["TinySmokeCheck"]
+        assert smoke[2] == "PASS" and smoke[4] == ids[0] and smoke[5] == "no performance variables"
+
+        # the last night beside the median of the four before, as ReFrame compares them
+        compared = {r[2]: r for r in rows(browser, "table.compare tr:not(:first-child)")}
+        assert sorted(compared) == ["fdb_write_bw", "fdb_write_ratio"]
+        for var, unit, column in (("fdb_write_bw", "MiB/s", 1), ("fdb_write_ratio", "ratio", 2)):
+            earlier = statistics.median(day[column] for day in DAYS[:-1])
+            last = DAYS[-1][column]
+            assert compared[var][:5] == [THROUGHPUT, "local:default+builtin", var,
+                                         f"{last:g} {unit}", f"{earlier:g} {unit} (of 4)"]
+            assert compared[var][5] == f"{round(100 * (last - earlier) / earlier, 2):+g} %"
 
         # every point: its release and lock visible in the table under its chart
         shown = rows(browser, "div.points tr:not(:first-child)")
@@ -120,6 +122,7 @@ def test_report_page_in_a_browser(deployment, tmp_path):
         release_rows = {r[0]: r for r in rows(browser, "table.releases tr[id]")}
         assert set(release_rows) == set(ids)
         assert release_rows[ids[1]][4] == "failed" and release_rows[ids[2]][5] == "current"
+        assert [release_rows[i][6] for i in ids] == ["2", "1", "2"]     # sessions on each
         browser.evaluate("document.querySelector('area[href=\"#release-%s\"]').click()" % ids[1])
         assert browser.evaluate("document.querySelector(':target').id") == f"release-{ids[1]}"
 
@@ -129,9 +132,10 @@ def test_report_page_in_a_browser(deployment, tmp_path):
         assert report_png_size(shot) == (width, height)
 
         # the image check can fail: a chart that is missing, or not a PNG, does not load
-        (index.parent / pngs[0]).unlink()
-        (index.parent / pngs[1]).write_bytes(b"not a PNG\n" * 100)
-        browser.open(index.as_uri())
+        spoilt = pathlib.Path(shutil.copytree(index.parent, tmp_path / "spoilt"))
+        (spoilt / pngs[0]).unlink()
+        (spoilt / pngs[1]).write_bytes(b"not a PNG\n" * 100)
+        browser.open((spoilt / index.name).as_uri())
         assert sorted(broken_images(browser)) == pngs
 
 
@@ -146,7 +150,7 @@ def test_chart_points_link_from_where_they_are_drawn(deployment):
     colour or the red cross, not the white or the band around it."""
     import matplotlib.image
 
-    _, _, sessions, index = deployment
+    _, _, index = deployment
     page = index.read_text()
     for png in index.parent.glob("*.png"):
         pixels = matplotlib.image.imread(png)[..., :3]

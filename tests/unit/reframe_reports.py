@@ -1,15 +1,17 @@
 """Run reports for the unit tests of what reads them (the nightly's verdict, the baseline,
-the report page): the one ReFrame itself wrote for tests/data/reframe/tiny_checks.py
-(tests/integration/test_reframe_report_data.py keeps it current), cut to the cases a test
-needs, never a report format written by hand."""
+the report page): ones ReFrame itself wrote, for tests/data/reframe/tiny_checks.py and
+report_checks.py (how each was made: tests/support/reframe_runs.py; the integration test
+test_reframe_report_data.py keeps them current), never a report format written by hand."""
 from __future__ import annotations
 
 import copy
 import json
 
 from iostack.core import paths
+from support.reframe_runs import SERIES
 
-REPORT = json.loads((paths.REPO / "tests/data/reframe/run-report-tiny.json").read_text())
+DATA = paths.REPO / "tests" / "data" / "reframe"
+REPORT = json.loads((DATA / "run-report-tiny.json").read_text())
 #: the tiny checks: within its band; failing its performance on the no-baseline reference;
 #: failing its sanity
 PASS, NO_BASELINE, SANITY_FAIL = "TinyPassCheck", "TinyNoBaselineCheck", "TinySanityFailCheck"
@@ -33,3 +35,15 @@ def real_report(*cases: str, uuid: str | None = None, system: str | None = None)
     if uuid:
         info["uuid"] = uuid
     return report
+
+
+def kept(name: str) -> dict:
+    """A kept report of report_checks.py (tests/data/reframe/report/<name>.json), as
+    ReFrame wrote it."""
+    return json.loads((DATA / "report" / f"{name}.json").read_text())
+
+
+def series() -> list[dict]:
+    """The nights of TinyThroughputCheck, TinyNewSystemCheck and TinySmokeCheck, oldest
+    first (their values and releases: reframe_runs.SERIES)."""
+    return [kept(f"series-{night}") for night in range(1, len(SERIES) + 1)]

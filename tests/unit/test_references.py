@@ -5,6 +5,7 @@ import math
 
 import pytest
 import yaml
+from reframe_reports import SERIES, real_report, series
 
 from iostack.core import paths
 from iostack.core.errors import Failed
@@ -138,59 +139,67 @@ def test_dump_keeps_the_header_comment(tmp_path):
     assert yaml.safe_load(text) == {"C": {"references": {}}}
 
 
-def session(uuid, t, ratio, result="fail", fail_phase="performance", system="sys"):
-    return {
-        "session_info": {"uuid": uuid, "time_start_unix": t, "time_end_unix": t + 60,
-                         "hostname": "node1", "commit": f"c{uuid}", "spack_lock_sha256": "ab" * 32},
-        "runs": [{"testcases": [{
-            "name": "ThroughputCheck %a=1", "system": system, "partition": "part",
-            "environ": "env", "filename": "/x/checks/through.py", "result": result,
-            "fail_phase": fail_phase, "reference_variant": "a=1",
-            "perfvalues": {f"{system}:part:ratio": [ratio, 1.7e308, 0, None, "ratio", "fail"],
-                           f"{system}:part:bw": [100.0 * ratio, 0, None, None, "MiB/s", "pass"]},
-        }]}],
-    }
-
-
 @pytest.fixture
 def refs_dir(tmp_path):
-    (tmp_path / "through.yaml").write_text(
-        "# kept\nThroughputCheck:\n  thresholds:\n"
-        "    ratio: {lower: -0.5, upper: null, unit: ratio}\n"
-        "    bw: {lower: null, upper: null, unit: MiB/s}\n  references: {}\n")
+    """References for the checks of the kept run reports, in files named after their
+    modules (report_checks.py, tiny_checks.py): thresholds, no values yet."""
+    gated = {"lower": -0.5, "upper": None, "unit": "ratio"}
+    sections = {check: {"thresholds": {"fdb_write_ratio": gated,
+                                       "fdb_write_bw": {"lower": None, "upper": None,
+                                                        "unit": "MiB/s"}},
+                        "references": {}}
+                for check in ("TinyThroughputCheck", "TinyNewSystemCheck")}
+    (tmp_path / "report_checks.yaml").write_text("# kept\n" + yaml.safe_dump(sections))
+    (tmp_path / "tiny_checks.yaml").write_text(yaml.safe_dump(
+        {check: {"thresholds": {"ratio": gated}} for check in ("TinyPassCheck", "TinySanityFailCheck")}))
     return tmp_path
 
 
+def recorded(refs_dir, check, var, file="report_checks.yaml"):
+    return references.load(refs_dir / file)[check]["references"]["local:default"]["size=small"][var]
+
+
 def test_record_baseline_writes_values_with_provenance(refs_dir):
-    written = baseline.record([session("1", 1.7e9, 0.5)], "sys", refs_dir=refs_dir)
-    assert written == {refs_dir / "through.yaml": 2}
-    data = references.load(refs_dir / "through.yaml")
-    entry = data["ThroughputCheck"]["references"]["sys:part"]["a=1"]["ratio"]
-    assert entry["value"] == 0.5 and entry["lower"] == -0.5 and entry["unit"] == "ratio"
-    assert entry["provenance"]["commit"] == "c1"
-    assert entry["provenance"]["session"] == "1"
-    assert entry["provenance"]["spack_lock_sha256"] == "ab" * 32
-    assert entry["provenance"]["recorded"].startswith("2023-")
-    informational = data["ThroughputCheck"]["references"]["sys:part"]["a=1"]["bw"]
-    assert informational["lower"] is None
-    assert (refs_dir / "through.yaml").read_text().startswith("# kept\n")
-    # and the check now has a baseline there
-    assert references.has_baseline(data["ThroughputCheck"], "sys:part", "a=1")
+    """From a real session on a system without a baseline (TinyNewSystemCheck fails on the
+    reference no value meets): its values, filed under the variant ReFrame reported."""
+    night = series()[0]
+    bw, ratio, (release, commit, lock) = SERIES[0]
+    written = baseline.record([night], "local", ["TinyNewSystemCheck"], refs_dir=refs_dir)
+    assert written == {refs_dir / "report_checks.yaml": 2}
+    entry = recorded(refs_dir, "TinyNewSystemCheck", "fdb_write_ratio")
+    assert (entry["value"], entry["lower"], entry["upper"], entry["unit"]) == (ratio, -0.5, None, "ratio")
+    info = night["session_info"]
+    assert entry["provenance"] == {
+        "recorded": baseline._utc(info["time_end_unix"]), "commit": commit,
+        "spack_lock_sha256": lock, "session": info["uuid"], "host": info["hostname"]}
+    informational = recorded(refs_dir, "TinyNewSystemCheck", "fdb_write_bw")
+    assert (informational["value"], informational["lower"]) == (bw, None)
+    assert (refs_dir / "report_checks.yaml").read_text().startswith("# kept\n")
+    # and the check now has a baseline there, which it had not when it ran
+    data = references.load(refs_dir / "report_checks.yaml")
+    assert references.has_baseline(data["TinyNewSystemCheck"], "local:default", "size=small")
+    assert "TinyThroughputCheck" not in data["TinyNewSystemCheck"]["references"]
 
 
 def test_record_baseline_takes_the_median_of_several_sessions_and_a_tolerance(refs_dir):
-    sessions = [session(str(i), 1.7e9 + i, r) for i, r in enumerate([0.2, 0.9, 0.4])]
-    chosen = baseline.choose_sessions(sessions, "sys", count=3)
-    baseline.record(chosen, "sys", refs_dir=refs_dir, lower=0.25)
-    entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
-        "sys:part"]["a=1"]["ratio"]
-    assert entry["value"] == 0.4 and entry["lower"] == -0.25
-    assert entry["provenance"]["median_of_sessions"] == ["0", "1", "2"]
+    nights = series()[:3]           # the nights within their bands
+    chosen = baseline.choose_sessions(nights, "local", count=3)
+    assert chosen == nights
+    baseline.record(chosen, "local", ["TinyThroughputCheck"], refs_dir=refs_dir, lower=0.25)
+    entry = recorded(refs_dir, "TinyThroughputCheck", "fdb_write_ratio")
+    assert entry["value"] == sorted(ratio for _, ratio, _ in SERIES[:3])[1]
+    assert entry["lower"] == -0.25
+    assert entry["provenance"]["median_of_sessions"] == [n["session_info"]["uuid"] for n in nights]
+    assert entry["provenance"]["commits"] == sorted({commit for _, _, (_, commit, _) in SERIES[:3]})
+    # --lower is for the gated variables: the informational one keeps its open band
+    assert recorded(refs_dir, "TinyThroughputCheck", "fdb_write_bw")["lower"] is None
 
 
 def test_record_baseline_ignores_cases_whose_sanity_failed_and_other_systems(refs_dir):
-    sessions = [session("1", 1.7e9, 0.5, fail_phase="sanity"),
-                session("2", 1.7e9 + 5, 0.5, system="elsewhere")]
-    assert baseline.record(sessions, "sys", refs_dir=refs_dir) == {}
+    tiny = real_report()
+    assert baseline.record([tiny], "local", ["TinySanityFailCheck"], refs_dir=refs_dir) == {}
+    assert baseline.record([tiny], "local", ["TinyPassCheck"], refs_dir=refs_dir) == {
+        refs_dir / "tiny_checks.yaml": 1}
+    assert baseline.record(series(), "local-slurm", refs_dir=refs_dir) == {}
     with pytest.raises(Failed, match="no stored session has performance values from system nowhere"):
-        baseline.choose_sessions(sessions, "nowhere")
+        baseline.choose_sessions(series(), "nowhere")

@@ -1,48 +1,37 @@
 """bin/iostack report draws the sweeps within a job (FDB writers, NetCDF ranks) against the
-count, from the latest session that has them, instead of one chart over time per count."""
+count, from the latest session that has them, instead of one chart over time per count.
+The sessions are run reports ReFrame wrote (tests/data/reframe/report/sweeps-*.json: both
+sweeps, then only the writers' with one more count)."""
 import re
 
-from test_report import assert_real_picture, case
+from reframe_reports import kept
+from test_report import assert_real_picture
 
 from iostack.regression import report
 
 
-def scaling_session(uuid, t, ratios, with_netcdf=True):
-    fdb = {f"local:default:fdb_write_ratio_writers_{n}": [r, 0, None, None, "ratio", "pass"]
-           for n, r in ratios.items()}
-    fdb["local:default:best_ratio"] = [max(ratios.values()), 0.5, -0.7, None, "ratio", "pass"]
-    cases = [case("FdbWriterScalingCheck %size=small %durability=sync-flush", t, fdb)]
-    if with_netcdf:
-        for model, scale in (("inmcm6p", 1.0), ("inmcm6m", 4.0)):
-            cases.append(case(f"NetcdfOutputScalingCheck %library=netcdf %model={model}", t, {
-                f"local:default:seconds_batching_ranks_{n}": [scale / n, 0, None, None, "s", "pass"]
-                for n in (1, 2, 4)}))
-    return {"session_info": {"uuid": uuid, "time_start_unix": t, "num_cases": len(cases)},
-            "runs": [{"testcases": cases}]}
-
-
 def test_sweeps_come_from_the_latest_session_that_has_them():
-    sessions = [scaling_session("old", 1_790_000_000, {1: 0.2, 2: 0.3}),
-                scaling_session("new", 1_790_086_400, {1: 0.5, 2: 0.7, 4: 0.6}, with_netcdf=False)]
-    sweeps = report.sweeps(sessions)
-    assert set(sweeps) == {("FdbWriterScalingCheck", "fdb_write_ratio", "writers"),
-                           ("NetcdfOutputScalingCheck", "seconds_batching", "ranks")}
-    fdb = sweeps[("FdbWriterScalingCheck", "fdb_write_ratio", "writers")]
-    assert fdb["session"] == "new" and fdb["unit"] == "ratio"
-    assert list(fdb["lines"].values()) == [[(1, 0.5), (2, 0.7), (4, 0.6)]]
-    netcdf = sweeps[("NetcdfOutputScalingCheck", "seconds_batching", "ranks")]
-    assert netcdf["session"] == "old"
-    assert sorted(netcdf["lines"]) == ["local:default+stack %library=netcdf %model=inmcm6m",
-                                       "local:default+stack %library=netcdf %model=inmcm6p"]
+    older, newer = kept("sweeps-1"), kept("sweeps-2")
+    sweeps = report.sweeps([older, newer])
+    assert set(sweeps) == {("TinyWriterScalingCheck", "fdb_write_ratio", "writers"),
+                           ("TinyRankScalingCheck", "seconds_batching", "ranks")}
+    writers = sweeps[("TinyWriterScalingCheck", "fdb_write_ratio", "writers")]
+    assert writers["session"] == newer["session_info"]["uuid"] and writers["unit"] == "ratio"
+    assert list(writers["lines"].values()) == [[(1, 0.5), (2, 0.7), (4, 0.6)]]
+    ranks = sweeps[("TinyRankScalingCheck", "seconds_batching", "ranks")]
+    assert ranks["session"] == older["session_info"]["uuid"] and ranks["unit"] == "s"
+    assert ranks["lines"] == {
+        "local:default+builtin %model=inmcm6m": [(1, 4.0), (2, 2.0), (4, 1.0)],
+        "local:default+builtin %model=inmcm6p": [(1, 1.0), (2, 0.5), (4, 0.25)]}
 
 
 def test_the_page_has_one_chart_per_sweep_and_none_per_count(tmp_path):
-    sessions = [scaling_session("s1", 1_790_000_000, {1: 0.5, 2: 0.7})]
-    index = report.write("local", sessions, tmp_path)
+    index = report.write("local", [kept("sweeps-1")], tmp_path)
     names = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert names == ["FdbWriterScalingCheck__best_ratio.png",
-                     "FdbWriterScalingCheck__fdb_write_ratio__by_writers.png",
-                     "NetcdfOutputScalingCheck__seconds_batching__by_ranks.png"]
+    # best_ratio is no sweep: a chart over time
+    assert names == ["TinyRankScalingCheck__seconds_batching__by_ranks.png",
+                     "TinyWriterScalingCheck__best_ratio.png",
+                     "TinyWriterScalingCheck__fdb_write_ratio__by_writers.png"]
     for name in names:
         assert_real_picture(tmp_path / name)
     assert set(re.findall(r"<img src='([^']+)'", index.read_text())) == set(names)
