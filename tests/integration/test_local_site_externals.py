@@ -1,6 +1,8 @@
 """The local site's Spack externals are what Debian actually installed: each names the
 package that provides it (`extra_attributes: {debian: ...}`), whose version dpkg reports and
 whose files lie under the external's prefix."""
+import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -9,6 +11,8 @@ import pytest
 import yaml
 
 from iostack.core import paths
+from iostack.offline import setup
+from iostack.regression import reframe
 
 pytestmark = pytest.mark.skipif(not shutil.which("dpkg-query"), reason="not a Debian system")
 
@@ -32,8 +36,29 @@ def test_external_version_matches_dpkg(name, version, prefix, deb):
     assert any(f.startswith(prefix.rstrip("/") + "/") for f in files), f"{deb} has no file under {prefix}"
 
 
-def test_every_external_is_a_debian_package_set_up_installs():
-    """On a fresh node, an external whose package set-up does not install makes Spack build
-    it from a source the mirror does not have."""
-    listed = set((paths.REPO / "apt-packages.txt").read_text().split())
-    assert {deb for *_, deb in externals()} - listed == set()
+def owner(path: str) -> str:
+    """The Debian package dpkg says installed `path` (symlinks resolved, as dpkg lists files)."""
+    real = os.path.realpath(path)
+    out = subprocess.run(["dpkg-query", "-S", real], capture_output=True, text=True)
+    assert out.returncode == 0, f"{real}: {out.stderr.strip()}"
+    return out.stdout.split(":", 1)[0]
+
+
+def test_what_iostack_runs_from_debian_is_in_packages_set_up_installs():
+    """Beside the Spack externals (test_system_packages.py): Lmod's command, which ReFrame's
+    modules system and the deployed module tree use, and Debian's FDB tools that the
+    cross-version check runs from the `stack` environment's other_fdb_bin."""
+    release = setup.debian_release(setup.os_release())
+    installed_by_setup = set(setup.apt_packages(release, ("deploy",)))
+    spec = importlib.util.spec_from_file_location("iostack_rfm_config", paths.REFRAME_CONFIG)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (stack,) = [e for e in module.site_configuration["environments"]
+                if e["name"] == "stack" and "local" in e["target_systems"]]
+    check = (paths.REFRAME_DIR / "checks" / "fdb_cross_version.py").read_text()
+    tools = sorted(set(re.findall(r"/(fdb-[a-z]+)\b", check)))
+    assert tools, "the cross-version check names no FDB tool"
+    programs = [reframe.LMOD_CMD_DEFAULTS[0]] + [f"{stack['extras']['other_fdb_bin']}/{t}"
+                                                 for t in tools]
+    owners = {program: owner(program) for program in programs}
+    assert {p: o for p, o in owners.items() if o not in installed_by_setup} == {}

@@ -62,14 +62,6 @@ def test_setup_without_root_prints_the_apt_line_and_stops(monkeypatch, capsys):
     assert ran == []
 
 
-def test_apt_list_has_the_local_stack():
-    pkgs = setup.apt_packages("bookworm", ("deploy",))
-    for needed in ("lmod", "openmpi-bin", "gfortran", "cmake", "libeccodes-tools",
-                   "libeccodes-dev", "libeckit-dev", "fdb5", "libfdb5-dev"):
-        assert needed in pkgs
-    assert len(pkgs) == len(set(pkgs))
-
-
 def test_commands_are_printed_before_they_run(capsys):
     from iostack.core.process import run
 

@@ -3,9 +3,11 @@ partitions carry the features the checks select on, every module an environment 
 the site's spack.lock, the nightly/weekly modes and the results DB are set up."""
 import importlib.util
 import pathlib
+import re
 
 import pytest
 import yaml
+from iostack_testbed import slurm
 from spack_lock import Lock
 
 from iostack.core import paths
@@ -59,10 +61,21 @@ def test_local_cluster_partitions_are_named_as_on_oci(config):
         assert p["extras"]["mpi_launcher_options"] == ["--mpi=pmix"]
 
 
-def test_local_slurm_uses_squeue_and_srun(config):
+def test_local_slurm_submits_where_the_test_beds_slurm_runs_jobs(config, tmp_path):
+    """local-slurm's jobs go to a partition the test bed's slurm.conf defines, and, as that
+    Slurm keeps no accounting, ReFrame polls it with squeue (its `slurm` scheduler asks
+    sacct, which needs the accounting database)."""
+    conf = slurm.slurm_conf(tmp_path, {"NodeName": "node1", "CPUs": "2"}, tmp_path / "munge",
+                            6817, 6818)
+    settings = dict(line.split("=", 1) for line in conf.splitlines()
+                    if "=" in line and not line.startswith(("#", "NodeName", "PartitionName")))
+    defined = re.findall(r"^PartitionName=(\S+)", conf, re.MULTILINE)
     p = partition(config, "local-slurm:default")
-    assert (p["scheduler"], p["launcher"]) == ("squeue", "srun")
-    assert "--partition=iostack" in p["access"]
+    asked = [a.split("=", 1)[1] for a in p["access"] if a.startswith("--partition=")]
+    assert len(asked) == 1 and asked[0] in defined
+    assert p["scheduler"] in ("slurm", "squeue")
+    accounting = settings["AccountingStorageType"] != "accounting_storage/none"
+    assert p["scheduler"] == "squeue" or accounting
 
 
 def test_every_partition_can_run_the_fdb_checks(config):
