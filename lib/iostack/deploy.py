@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 
-from iostack import fdbconfig, lmodcache, paths, releases, roots, spack
+from iostack import fdbconfig, lmodcache, paths, phases, releases, roots, sbom, spack
 from iostack.run import die
 
 
@@ -82,31 +82,50 @@ def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
         lmodcache.present_as(release.path, seen_as)
 
 
+def write_sbom(release: releases.Release) -> None:
+    try:
+        print(f"iostack: SBOM (CycloneDX 1.6): {sbom.write(release)}")
+    except sbom.SbomError as e:
+        die(str(e), rc=1)
+
+
 def build(site: str, root: pathlib.Path, release: releases.Release,
           buildcache: pathlib.Path | None = None) -> None:
     """Install the site's lock into the shared install tree and make the release's trees."""
     rel = release.path
-    spack.checked(["concretize"], root, site=site, release=rel, what=f"concretizing site {site}")
+    timer = phases.Timer()
+    with timer("concretize"):
+        spack.checked(["concretize"], root, site=site, release=rel,
+                      what=f"concretizing site {site}")
     if buildcache:
         use_buildcache(root, buildcache)
-        spack.checked(["install", "--fail-fast", "--use-buildcache", "only"], root, site=site,
-                      release=rel, what=f"installing site {site} from the build cache {buildcache}")
+        with timer("install"):
+            spack.checked(["install", "--fail-fast", "--use-buildcache", "only"], root,
+                          site=site, release=rel,
+                          what=f"installing site {site} from the build cache {buildcache}")
     else:
-        fetch = spack.spack(["fetch", "--missing"], root, site=site, release=rel, check=False,
-                            capture_stderr=True)
+        with timer("fetch"):
+            fetch = spack.spack(["fetch", "--missing"], root, site=site, release=rel,
+                                check=False, capture_stderr=True)
         # Spack fails the fetch of an environment whose specs are all installed (a release
         # of a lock an earlier release installed): nothing to fetch, go on
         if fetch.returncode and "No uninstalled specs" not in fetch.stderr:
             die(f"fetching the sources of site {site} failed: {spack.error_line(fetch.stderr)}",
                 rc=1)
-        spack.checked(["install", "--fail-fast"], root, site=site, release=rel,
-                      what=f"installing site {site}")
-    spack.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
-                  release=rel, what="generating the Lmod tree")
-    install_meta_modules(rel)
-    render_fdb_config(rel, root / "var" / "fdb")
-    write_spider_cache(release, root)
+        with timer("install"):
+            spack.checked(["install", "--fail-fast"], root, site=site, release=rel,
+                          what=f"installing site {site}")
+    with timer("modules"):
+        spack.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
+                      release=rel, what="generating the Lmod tree")
+        install_meta_modules(rel)
+        render_fdb_config(rel, root / "var" / "fdb")
+    with timer("spider cache"):
+        write_spider_cache(release, root)
     releases.record(release, modulefiles_sha256=releases.tree_digest(release.modulefiles))
+    with timer("sbom"):
+        write_sbom(release)
+    releases.record(release, build_phases=timer.record())
 
 
 Regression = Callable[[pathlib.Path, list[str]], int]
