@@ -40,6 +40,24 @@ def lmod_cmd():
     die("Lmod not found: install it (Debian: apt-get install lmod) or set LMOD_CMD")
 
 
+#: where runs write instead of <tree>/reframe (`nightly --state`: a read-only tree, such as
+#: a release mounted from its image)
+STATE_ENV = "IOSTACK_STATE"
+
+
+def state_dir(root_dir: pathlib.Path) -> pathlib.Path:
+    """Where a run on `root_dir` writes its stage, output, perflogs and reports."""
+    moved = os.environ.get(STATE_ENV)
+    return pathlib.Path(moved) if moved else root_dir / "reframe"
+
+
+def use_state_dir(state: pathlib.Path) -> None:
+    """Runs of this process write under `state`, their results DB too (unless
+    RFM_SQLITE_DB_FILE says where)."""
+    os.environ[STATE_ENV] = str(state)
+    os.environ.setdefault("RFM_SQLITE_DB_FILE", str(state / "results.db"))
+
+
 def environment(root_dir: pathlib.Path) -> dict:
     from iostack import releases
 
@@ -49,7 +67,7 @@ def environment(root_dir: pathlib.Path) -> dict:
     env = {
         "LMOD_CMD": lmod_cmd(),
         "MODULEPATH": modulepath,
-        "IOSTACK_RFM_STATE": root_dir / "reframe",
+        "IOSTACK_RFM_STATE": state_dir(root_dir),
         # the deployment the checks test (the smoke check looks for its module tree)
         "IOSTACK_ROOT": root_dir,
     }
@@ -63,7 +81,7 @@ def command(system: str, root_dir: pathlib.Path, mode=None) -> list:
     exe = paths.venv() / "bin" / "reframe"
     if not exe.exists():
         exe = shutil.which("reframe") or die("ReFrame not found: run bin/iostack setup")
-    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", system, "--prefix", root_dir / "reframe"]
+    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", system, "--prefix", state_dir(root_dir)]
     return cmd + (["--mode", mode] if mode else [])
 
 
