@@ -142,14 +142,75 @@ def cmd_bundle(args):
 
 
 def cmd_nightly(args):
-    from iostack import nightly, releases
+    from iostack import image, nightly, reframe, releases
 
     site = sites.check_site(args.site)
     # a deployment with releases: the current one (resolved: a switch does not move the run)
     tree = releases.tree_under_test(paths.deploy_root(site, args.root))
-    return nightly.run(site, args.system or site, tree,
-                       extra=[*releases.session_extras(tree), *args.reframe_args],
+    extras = releases.session_extras(tree)
+    if args.state:
+        reframe.use_state_dir(pathlib.Path(args.state).resolve())
+    if args.image:
+        if not args.state:
+            die("--image: a mounted image is read-only; give --state DIR for the run's stage, "
+                "reports and results DB")
+        try:
+            digest = image.verify_mounted(pathlib.Path(args.image).resolve(), tree)
+        except image.ImageError as e:
+            die(str(e))
+        extras += ["--session-extras", f"image_sha256={digest}"]
+    return nightly.run(site, args.system or site, tree, extra=[*extras, *args.reframe_args],
                        mode=args.mode, local_slurm=args.local_slurm)
+
+
+def _release(root, release_id):
+    from iostack import releases
+
+    try:
+        if release_id:
+            return releases.find(root, release_id)
+        current = releases.current(root)
+        if current is None:
+            die(f"no current release in {root}: name one (bin/iostack releases lists them)", rc=1)
+        return releases.find(root, current)
+    except releases.ReleaseError as e:
+        die(str(e), rc=1)
+
+
+def cmd_sbom(args):
+    from iostack import sbom
+
+    site = sites.check_site(args.site)
+    _spack_or_die()
+    root = paths.deploy_root(site, args.root)
+    release = _release(root, args.release)
+    try:
+        text = sbom.generate(release)
+    except sbom.SbomError as e:
+        die(str(e), rc=1)
+    if args.output:
+        pathlib.Path(args.output).write_text(text)
+        print(f"iostack: SBOM of release {release.id}: {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_image(args):
+    from iostack import image
+
+    site = sites.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    release = _release(root, args.release)
+    try:
+        out, digest = image.build(release, root, pathlib.Path(args.output).resolve()
+                                  if args.output else None)
+    except image.ImageError as e:
+        die(str(e), rc=1)
+    print(f"iostack: image of release {release.id}: {out}\n  sha256 {digest}\n"
+          f"iostack: mount it (no root needed) where the release was built for:\n"
+          f"  squashfuse {out} {root}\n  module use {root}/current/modulefiles/Core")
+    return 0
 
 
 def cmd_cluster(args):
@@ -288,8 +349,29 @@ def parser():
     p.add_argument("--local-slurm", action="store_true",
                    help="start a throwaway single-node Slurm for the run (root; for --system "
                         "local-slurm without a configured Slurm)")
+    p.add_argument("--image", metavar="FILE",
+                   help="the release runs from this image, mounted at the root: check it is "
+                        "what is mounted and record its sha256 with the session")
+    p.add_argument("--state", metavar="DIR",
+                   help="where the run writes its stage, reports and results DB (default: "
+                        "<root>/reframe; needed for a release mounted from its image)")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_nightly)
+
+    p = sub.add_parser("sbom", help="CycloneDX 1.6 SBOM of a release (deploy writes one into "
+                                    "each release)")
+    site_args(p)
+    p.add_argument("release", nargs="?", help="release id (default: the current one)")
+    p.add_argument("-o", "--output", help="write it here (default: standard output)")
+    p.set_defaults(func=cmd_sbom)
+
+    p = sub.add_parser("image", help="a release as one reproducible squashfs image, mounted "
+                                     "with squashfuse at the deployment root")
+    site_args(p)
+    p.add_argument("release", nargs="?", help="release id (default: the current one)")
+    p.add_argument("-o", "--output",
+                   help="the image file (default: <root>/images/<release>.squashfs)")
+    p.set_defaults(func=cmd_image)
 
     p = sub.add_parser("cluster", help="a throwaway multi-node Slurm cluster on this machine "
                        "(ReFrame system local-cluster; root)")

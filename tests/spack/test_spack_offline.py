@@ -210,7 +210,7 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
     assert {f"{top}/SHA256SUMS", f"{top}/{pins.SPACK['archive']}",
             f"{top}/{pins.SPACK_PACKAGES['archive']}", f"{top}/iostack/bin/iostack",
             f"{top}/iostack/pins.json"} <= set(names)
-    for part in ("mirror/", "buildcache/", "wheels/", "samples/"):
+    for part in ("mirror/", "buildcache/", "wheels/", "samples/", "sbom/"):
         assert any(n.startswith(f"{top}/{part}") for n in names), part
     # built wheels only: an sdist would need its build requirements on the air-gapped node
     python = [n for n in names if n.startswith(f"{top}/wheels/")]
@@ -222,6 +222,17 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
         with tarfile.open(fileobj=spack_archive) as inner:
             assert inner.pax_headers.get("comment") == pins.SPACK["commit"]
     assert commit
+
+
+def test_bundle_carries_the_sbom_of_the_current_release(local_bundle, local_deploy):
+    root, _ = local_deploy
+    current = (root / "current").resolve()
+    with tarfile.open(local_bundle) as tar:
+        carried = tar.extractfile(f"iostack-bundle-local/sbom/{current.name}.cdx.json").read()
+        sums = tar.extractfile("iostack-bundle-local/SHA256SUMS").read().decode()
+    assert carried == (current / "sbom.cdx.json").read_bytes()
+    # covered by the bundle's sums, so set-up refuses a changed one
+    assert f"  ./sbom/{current.name}.cdx.json" in sums
 
 
 NETNS_SCRIPT = r"""
