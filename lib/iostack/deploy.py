@@ -3,11 +3,14 @@ regression on it, and make it current only if that passes (lib/iostack/releases.
 
 Order, so that a bad input stops the deploy before anything is installed:
 1. a new release <root>/releases/<id> (the commit and lock it is built from);
-2. concretize (the committed spack.lock) in the release's own copy of the environment;
+2. concretize (the committed spack.lock) in the release's own copy of the environment: with
+   the lock fixing every spec, Spack solves nothing; a deploy from a build cache refuses a
+   lock that does not;
 3. from sources: fetch every source first, checksums verified (`spack fetch --missing`);
    from a build cache (--buildcache): install from it only, signed by keys this node trusts;
 4. install into the deployment's one install tree, then generate the release's Lmod tree,
-   meta-modules, FDB config and Lmod spider cache;
+   meta-modules, FDB config, Lmod spider cache and SBOM (lib/iostack/sbom.py), each phase
+   timed (wall and CPU seconds, release.json `build_phases`);
 5. the site's nightly regression on the release (unless --skip-regression);
 6. `current` moves to the release if the regression passed (unless --no-switch).
 A release that fails a step keeps its verdict (`build failed`, `failed`) and is never current.
@@ -82,6 +85,10 @@ def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
         lmodcache.present_as(release.path, seen_as)
 
 
+#: what `spack concretize` says when the environment's lock already fixes every spec
+LOCK_COVERS_ALL = "No new specs to concretize"
+
+
 def write_sbom(release: releases.Release) -> None:
     try:
         print(f"iostack: SBOM (CycloneDX 1.6): {sbom.write(release)}")
@@ -95,8 +102,17 @@ def build(site: str, root: pathlib.Path, release: releases.Release,
     rel = release.path
     timer = phases.Timer()
     with timer("concretize"):
-        spack.checked(["concretize"], root, site=site, release=rel,
-                      what=f"concretizing site {site}")
+        concretized = spack.spack(["concretize"], root, site=site, release=rel, check=False,
+                                  capture=True, capture_stderr=True)
+    print(concretized.stdout, end="")
+    if concretized.returncode != 0:
+        die(f"concretizing site {site} failed: {spack.error_line(concretized.stderr)}", rc=1)
+    if buildcache and LOCK_COVERS_ALL not in concretized.stdout:
+        # what a build cache holds was built from the lock: a spec concretized now may be
+        # in no cache, and the lock no longer says what the release is
+        die(f"site {site}'s spack.lock does not fix every spec of its spack.yaml, so Spack "
+            f"concretized again; a deploy from a build cache installs the lock as it is: "
+            f"`bin/iostack lock --update {site}`, commit, build and push again", rc=1)
     if buildcache:
         use_buildcache(root, buildcache)
         with timer("install"):

@@ -1,6 +1,7 @@
 """Offline set-up, source mirrors, signed build caches and bundles, for real, with the
 `local` deployment the tier built from source; and bad input, each refused with one line
 and nothing half-installed."""
+import json
 import os
 import pathlib
 import shutil
@@ -166,8 +167,16 @@ def test_deploy_from_the_buildcache_builds_nothing(short_root, local_deploy, loc
     assert installed_from_cache(p.output) == LOCAL_BUILT - build_only
     assert installed_prefixes(root) == [
         n for n in installed_prefixes(source_root) if not n.startswith(tuple(f"{b}-" for b in build_only))]
+    # the lock fixes every spec: nothing is concretized again
+    assert "==> No new specs to concretize." in p.stdout
     timings["deploy local from the build cache"] = p.seconds
     timings["  cold / from-cache ratio"] = f"{cold.seconds / p.seconds:.1f}"
+    # where each deploy's time went, phase by phase (wall s / CPU s of iostack and Spack)
+    for what, deployed in (("cold", source_root), ("from cache", root)):
+        release = max((deployed / "releases").glob("2*"))
+        phases = json.loads((release / "release.json").read_text())["build_phases"]
+        for phase, spent in phases.items():
+            timings[f"  {what}: {phase} (wall / CPU s)"] = f"{spent['wall_s']:.1f} / {spent['cpu_s']:.1f}"
     # a warm deploy (everything installed) only re-checks and regenerates the modules
     p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression",
                 "--buildcache", local_buildcache)
