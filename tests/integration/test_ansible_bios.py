@@ -62,7 +62,7 @@ class Bmc:
         req = urllib.request.Request(f"https://{self.address}{path}", method=method,
                                      data=json.dumps(body).encode() if body is not None else None,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, context=self.ctx, timeout=10) as resp:
+        with urllib.request.urlopen(req, context=self.ctx, timeout=300) as resp:
             raw = resp.read()
             return json.loads(raw) if raw else None
 

@@ -86,7 +86,7 @@ def mpirun(bench: pathlib.Path, *args, np: int = 2, check: bool = True, prefix=(
         cmd.insert(len(prefix) + 1, "--allow-run-as-root")
     env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
     proc = subprocess.run(cmd + [str(bench), *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=1800)
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -67,7 +67,7 @@ class Cluster:
         # Slurm names the node in every step's environment
         env = dict(env or self.env, SLURMD_NODENAME=host)
         proc = subprocess.run(self.command_on(host, TOOL, *args), capture_output=True,
-                              text=True, env=env, timeout=120)
+                              text=True, env=env, timeout=1800)
         if check:
             assert proc.returncode == 0, f"{args}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
         return proc

@@ -103,7 +103,7 @@ def netns_node(tmp_path):
     finally:
         if server:
             server.terminate()
-            server.wait(timeout=10)
+            server.wait(timeout=300)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         subprocess.run(["ip", "link", "del", veth_head], capture_output=True)
 

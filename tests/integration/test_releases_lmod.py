@@ -152,7 +152,7 @@ def test_jobs_loading_from_current_never_fail_while_it_is_switched(tmp_path):
         stop.touch()
         flipper.join()
         for job, output in zip(jobs, outputs, strict=True):
-            job.wait(timeout=60)
+            job.wait(timeout=600)
             output.close()
     lines = [line for log in logs for line in log.read_text().splitlines()]
     assert len(lines) >= 30 and switches > 30
