@@ -184,6 +184,32 @@ def test_deploy_from_the_buildcache_builds_nothing(short_root, local_deploy, loc
     timings["deploy local, warm (all installed)"] = p.seconds
 
 
+def test_deploy_from_the_buildcache_refuses_a_lock_that_leaves_specs_to_concretize(
+        tmp_path, short_root, local_buildcache):
+    """A spec of spack.yaml the lock does not fix would be concretized anew, and what it
+    concretizes to may be in no cache: refused in one line, nothing installed."""
+    repo = tmp_path / "repo"
+    files = subprocess.run(["git", "-C", str(paths.REPO), "ls-files", "-z"], capture_output=True,
+                           text=True, check=True).stdout.split("\0")
+    for name in filter(None, files):
+        if (paths.REPO / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(paths.REPO / name, repo / name)
+    manifest = repo / "spack-env" / "sites" / "local" / "spack.yaml"
+    manifest.write_text(manifest.read_text().replace("  - nvme-stage\n", "  - nvme-stage\n  - ecbuild\n"))
+    p = subprocess.run([str(repo / "bin" / "iostack"), "deploy", "--site", "local", "--root",
+                        str(short_root), "--skip-regression", "--buildcache", str(local_buildcache)],
+                       capture_output=True, text=True, timeout=3600,
+                       env={**os.environ, "IOSTACK_VENV": str(paths.venv())})
+    print(p.stdout[-3000:], p.stderr[-3000:])
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iostack: error:")]
+    assert p.returncode == 1 and errors == [
+        "iostack: error: site local's spack.lock does not fix every spec of its spack.yaml, so "
+        "Spack concretized again; a deploy from a build cache installs the lock as it is: "
+        "`bin/iostack lock --update local`, commit, build and push again"]
+    assert "Traceback" not in p.stderr and installed_prefixes(short_root) == []
+
+
 def test_deploy_refuses_a_buildcache_signed_with_an_unknown_key(tmp_path, scratch_cache,
                                                                 local_buildcache):
     env, cache = scratch_cache   # a node whose key ring does not hold the cache's key
