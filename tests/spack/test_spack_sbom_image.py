@@ -15,7 +15,9 @@ import time
 import pytest
 from conftest import IOSTACK, iostack
 
-from iostack import image, releases, results, spack
+from iostack.deployment import image, releases
+from iostack.regression import results
+from iostack.spack import runner
 
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 
@@ -26,8 +28,8 @@ def current_release(root: pathlib.Path) -> releases.Release:
 
 def spack_json(release: releases.Release, root: pathlib.Path, *args) -> list[dict]:
     """`spack find --json` in the release's own environment."""
-    p = spack.spack(["-e", release.env_dir("local"), "find", "--json", *args], root,
-                    release=release.path, capture=True)
+    p = runner.spack(["-e", release.env_dir("local"), "find", "--json", *args], root,
+                     release=release.path, capture=True)
     return json.loads(p.stdout)
 
 
