@@ -264,6 +264,11 @@ def spack_version() -> str:
 
 
 def generate(release: releases.Release) -> str:
+    try:
+        import cyclonedx  # noqa: F401
+    except ImportError as e:
+        raise SbomError(f"the CycloneDX library is missing from the venv ({e.name}): run "
+                        "bin/iostack setup (requirements.txt)") from None
     return render(document(release, spack_facts(release), spack_version()))
 
 
