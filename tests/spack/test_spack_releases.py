@@ -176,7 +176,7 @@ def deployed(tmp_path_factory):
                 time.sleep(0.2)
         finally:
             stop.touch()
-            job.wait(timeout=120)
+            job.wait(timeout=600)
     out["r3"] = releases.current(root)
     out["job"] = job_log.read_text().splitlines()
     return repo, root, out
