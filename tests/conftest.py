@@ -26,7 +26,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 # do the programs they start (ReFrame, python3 -m iostack...), whichever checkout the venv has
 # installed.
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(REPO / "lib"), str(REPO / "reframe-tests"), os.environ.get("PYTHONPATH")]))
+    filter(None, [str(REPO / "lib"), str(REPO / "reframe-tests"), str(REPO / "tools" / "testbed"),
+                  os.environ.get("PYTHONPATH")]))
 
 pytest_plugins = ["support.fixtures"]
 

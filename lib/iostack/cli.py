@@ -111,6 +111,28 @@ def cmd_mirror_create(args):
     return 0
 
 
+def cmd_mirror_register(args):
+    from iostack.spack import config
+
+    def named(value: str) -> tuple[str, str]:
+        name, sep, url = value.partition("=")
+        if not (sep and name and url):
+            raise IostackError(f"{value!r}: give a mirror as NAME=URL")
+        return name, url
+
+    mirrors = [config.Mirror(*named(v), binary=False) for v in args.source]
+    mirrors += [config.Mirror(*named(v), binary=True, signed=not args.unsigned)
+                for v in args.buildcache]
+    path = config.registered_mirrors_file()
+    text = config.mirrors_yaml(mirrors, replace=args.only, written_by="`bin/iostack mirror register`")
+    if path.is_file() and path.read_text() == text:
+        print(f"iostack: {path}: unchanged")
+        return 0
+    config.write_mirrors(path, mirrors, replace=args.only, written_by="`bin/iostack mirror register`")
+    print(f"iostack: {path}: written ({len(mirrors)} mirror(s), every site on this node uses them)")
+    return 0
+
+
 def cmd_buildcache_push(args):
     from iostack.spack import mirrors
 
@@ -150,7 +172,7 @@ def cmd_nightly(args):
         digest = image.verify_mounted(pathlib.Path(args.image).resolve(), tree)
         extras += ["--session-extras", f"image_sha256={digest}"]
     return nightly.run(site, args.system or site, tree, extra=[*extras, *args.reframe_args],
-                       mode=args.mode, local_slurm=args.local_slurm)
+                       mode=args.mode)
 
 
 def _release(root, release_id):
@@ -195,11 +217,6 @@ def cmd_image(args):
           f"  squashfuse {out} {root}\n  module use {root}/current/modulefiles/Core")
     return 0
 
-
-def cmd_cluster(args):
-    from iostack import cluster
-
-    return cluster.run(args)
 
 
 def cmd_report(args):
@@ -337,9 +354,6 @@ def parser():
     site_args(p)
     p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
     p.add_argument("--mode", default="nightly", help="ReFrame mode (nightly, weekly)")
-    p.add_argument("--local-slurm", action="store_true",
-                   help="start a throwaway single-node Slurm for the run (root; for --system "
-                        "local-slurm without a configured Slurm)")
     p.add_argument("--image", metavar="FILE",
                    help="the release runs from this image, mounted at the root: check it is "
                         "what is mounted and record its sha256 with the session")
@@ -363,12 +377,6 @@ def parser():
     p.add_argument("-o", "--output",
                    help="the image file (default: <root>/images/<release>.squashfs)")
     p.set_defaults(func=cmd_image)
-
-    p = sub.add_parser("cluster", help="a throwaway multi-node Slurm cluster on this machine "
-                       "(ReFrame system local-cluster; root)")
-    from iostack.cluster import add_arguments
-    add_arguments(p)
-    p.set_defaults(func=cmd_cluster)
 
     p = sub.add_parser("report", help="HTML page and charts of the stored nightly results")
     site_args(p)
@@ -413,6 +421,16 @@ def parser():
     site_args(p)
     p.add_argument("-d", "--directory", help="where (default: <root>/mirror)")
     p.set_defaults(func=cmd_mirror_create)
+    p = msub.add_parser("register", help="the mirrors and build caches every site on this node "
+                                         "uses (<cache>/spack-config/mirrors.yaml)")
+    p.add_argument("--source", action="append", default=[], metavar="NAME=URL",
+                   help="a source mirror (repeatable)")
+    p.add_argument("--buildcache", action="append", default=[], metavar="NAME=URL",
+                   help="a binary build cache (repeatable)")
+    p.add_argument("--unsigned", action="store_true", help="its binaries are not signed")
+    p.add_argument("--only", action="store_true",
+                   help="these and no other, not even Spack's public mirror (mirrors::)")
+    p.set_defaults(func=cmd_mirror_register)
 
     p = sub.add_parser("buildcache", help="a site's signed binary build cache")
     bsub = p.add_subparsers(dest="buildcache_command", required=True)

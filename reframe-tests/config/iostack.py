@@ -141,8 +141,8 @@ def _oci_partition(nps):
     )
 
 
-# local-cluster: this machine as a multi-node Slurm cluster (`bin/iostack cluster up`,
-# lib/iostack/cluster.py), nodes as ansible/inventories/local-cluster describes them, each
+# local-cluster: this machine as a multi-node Slurm cluster (`iostack-testbed cluster up`,
+# tools/testbed/iostack_testbed/cluster.py), nodes as ansible/inventories/local-cluster describes them, each
 # with its own XFS at the OCI scratch path. Partitions are named as on OCI, one per NPS
 # (Slurm partitions compute-nps1/-nps2). Every node claims this machine's CPUs.
 def _local_cluster_partition(nps):
@@ -189,7 +189,7 @@ site_configuration = {
             ],
         },
         {
-            # The local site's stack behind a single-node Slurm (lib/iostack/slurm.py
+            # The local site's stack behind a single-node Slurm (tools/testbed/iostack_testbed/slurm.py
             # starts one; SLURM_CONF points at it). `squeue`, not `slurm`: there is no
             # accounting database for sacct.
             'name': 'local-slurm',
@@ -214,7 +214,7 @@ site_configuration = {
                     'extras': {'mpi_launcher_options': ['--mpi=pmix'],
                                'mem_per_node': _LOCAL_MEM_MIB},
                     # PMIx keeps a directory per job step, /tmp/spmix_appdir_<uid>_<job>.<step>
-                    # by default; each throwaway cluster (lib/iostack/slurm.py) numbers its
+                    # by default; each throwaway cluster (tools/testbed/iostack_testbed/slurm.py) numbers its
                     # jobs from 1, so a leftover directory fails a later cluster's step: keep
                     # them in the cluster's own state directory, beside its slurm.conf
                     'env_vars': _LOCAL_MPI_ENV + [
@@ -224,7 +224,7 @@ site_configuration = {
         },
         {
             'name': 'local-cluster',
-            'descr': 'this machine as a multi-node Slurm cluster (bin/iostack cluster up)',
+            'descr': 'this machine as a multi-node Slurm cluster (iostack-testbed cluster up)',
             'hostnames': [],
             'modules_system': 'lmod',
             'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],

@@ -104,6 +104,12 @@ class IostackMixin(rfm.RegressionTestPlugin):
     """Recorded references, application environments, I/O directories, resources and launch
     for every iostack check (see the module's docstring)."""
 
+    # ReFrame's own variables that the mixin reads and sets, typed for the type checker
+    # (ReFrame has no type information); annotations only, nothing ReFrame sees
+    maintainers: list[str]
+    valid_prog_environs: list[str]
+    prerun_cmds: list[str]
+
     #: the test's parameters as the references file keys them (stored in the report, so
     #: record-baseline files each value under the variant that produced it)
     reference_variant = variable(str, value=references.ANY_VARIANT)

@@ -8,7 +8,7 @@ import pathlib
 import pytest
 from cluster_fixtures import leftovers, run
 
-from iostack import cluster as harness
+from iostack_testbed import cluster as harness
 from iostack.site import inventory
 from iostack_rfm import nodestate
 

@@ -16,7 +16,7 @@ def lint_imports(venv_bin: pathlib.Path, lib: pathlib.Path) -> subprocess.Comple
     exe = venv_bin / "lint-imports"
     if not exe.exists():
         pytest.skip("lint-imports not installed (requirements.txt: import-linter)")
-    env = {**os.environ, "PYTHONPATH": f"{lib}:{paths.REFRAME_DIR}"}
+    env = {**os.environ, "PYTHONPATH": f"{lib}:{paths.REFRAME_DIR}:{paths.REPO / 'tools' / 'testbed'}"}
     return subprocess.run([str(exe), "--no-cache", str(paths.REPO / "pyproject.toml")],
                           cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=300)
 
@@ -55,6 +55,14 @@ def test_an_import_circle_is_refused(venv_bin, lib_copy):
     p = lint_imports(venv_bin, lib_copy)
     assert p.returncode == 1 and "no import circles BROKEN" in p.stdout
     assert ".results -> .nightly" in p.stdout or ".nightly -> .results" in p.stdout
+
+
+def test_the_library_does_not_reach_for_the_test_beds(venv_bin, lib_copy):
+    add_import(lib_copy, "iostack.regression.nightly", "from iostack_testbed import slurm")
+    p = lint_imports(venv_bin, lib_copy)
+    assert p.returncode == 1
+    assert "the library imports neither the checks' library nor the test beds BROKEN" in p.stdout
+    assert "iostack.regression.nightly -> iostack_testbed.slurm" in p.stdout
 
 
 def test_core_stays_standard_library(venv_bin, lib_copy):

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from iostack import slurm
+from iostack_testbed import slurm
 from iostack.core import paths
 
 LMOD_CMD = "/usr/share/lmod/lmod/libexec/lmod"

@@ -6,13 +6,14 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from iostack.core import paths
 from iostack.deployment import lmodcache, releases
+from iostack_testbed import lmodbench
 
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 pytestmark = pytest.mark.skipif(lmodcache.libexec() is None or not os.path.exists(LMOD_INIT),
@@ -28,7 +29,7 @@ def make_release(root: pathlib.Path, rid: str, modules: int = 60) -> pathlib.Pat
     """A passed release: a generated hierarchy plus `tool`, whose program prints the
     release id, and its spider cache as deploy writes it."""
     path = root / "releases" / rid
-    lmodcache.synthetic_tree(path / "modulefiles", modules)
+    lmodbench.synthetic_tree(path / "modulefiles", modules)
     (path / "bin").mkdir(parents=True)
     tool = path / "bin" / "tool"
     tool.write_text(f"#!/bin/sh\necho {rid}\n")
@@ -164,9 +165,8 @@ def test_jobs_loading_from_current_never_fail_while_it_is_switched(tmp_path):
 
 def test_the_timing_harness_times_both_commands_with_and_without_the_cache(tmp_path):
     out = tmp_path / "rows.json"
-    p = subprocess.run(["python3", "-m", "iostack.deployment.lmodcache", "bench", "--generated", "120",
-                        "--runs", "2", "--json", str(out)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(paths.LIB)})
+    p = subprocess.run([sys.executable, "-m", "iostack_testbed", "lmod-bench", "--generated", "120",
+                        "--runs", "2", "--json", str(out)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     rows = json.loads(out.read_text())
     assert [r["command"] for r in rows] == ["avail (cache)", "avail (no cache)",
@@ -175,7 +175,6 @@ def test_the_timing_harness_times_both_commands_with_and_without_the_cache(tmp_p
                and 0 < r["min_s"] <= r["median_s"] <= r["max_s"] for r in rows)
     table = [line for line in p.stdout.splitlines() if not line.startswith("+ ")]  # commands shown
     assert table[0].split()[:3] == ["tree", "modules", "command"]
-    bad = subprocess.run(["python3", "-m", "iostack.deployment.lmodcache", "bench", "--root", str(tmp_path)],
-                         capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(paths.LIB)})
+    bad = subprocess.run([sys.executable, "-m", "iostack_testbed", "lmod-bench", "--root", str(tmp_path)],
+                         capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no spider cache" in bad.stderr

@@ -1,5 +1,5 @@
 """With real Spack: recipe variants no lock holds concretize where they are meant to build,
-for the cluster's OS, compilers and libc (through lib/iostack/spack_offsite.py, as
+for the cluster's OS, compilers and libc (through `spack offsite`, spack-ext/spack-iostack, as
 `bin/iostack lock` does); OpenFOAM refuses CCE; and a second gcc on a Cray system does not
 break concretization."""
 import os
@@ -9,17 +9,13 @@ import subprocess
 
 import pytest
 
-from iostack.core import paths
 from iostack.site import facts
 from iostack.spack import runner
-
-DRIVER = paths.REPO / "lib" / "iostack" / "spack_offsite.py"
-
 
 def spack_spec(env_dir: pathlib.Path, root: pathlib.Path, spec: str):
     env = {**os.environ, **{k: str(v) for k, v in runner.environment(root).items()}}
     p = subprocess.run([str(pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"), "-e", str(env_dir),
-                        "python", str(DRIVER), "spec", "-I", *spec.split()],
+                        "offsite", "spec", "-I", *spec.split()],
                        capture_output=True, text=True, timeout=1200, env=env)
     print(p.stdout[-5000:], p.stderr[-3000:])
     return p

@@ -91,7 +91,7 @@ def test_a_member_outside_the_destination_is_refused(tmp_path):
     with tarfile.open(evil, "w:gz", format=tarfile.PAX_FORMAT, pax_headers={"comment": COMMIT}) as tar:
         info = tarfile.TarInfo("spack/../../escaped")
         tar.addfile(info, io.BytesIO(b""))
-    with pytest.raises(bundle.BundleError, match="would land outside"):
+    with pytest.raises(bundle.BundleError, match="outside"):
         bundle.unpack(evil, tmp_path / "cache" / "spack", pins.SPACK)
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "cache" / "spack").exists()
     assert not (tmp_path / "cache" / "spack.partial").exists()

@@ -1,6 +1,5 @@
 """bin/iostack: clear errors, commands shown before they run, set-up without root."""
 import os
-import subprocess
 
 import pytest
 
@@ -10,21 +9,14 @@ from iostack.offline import setup
 from iostack.spack import runner
 
 
-def iostack(*args, env=None):
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run([str(paths.REPO / "bin" / "iostack"), *args], capture_output=True,
-                          text=True, env=e)
-
-
-def test_unknown_site_fails_before_anything_runs():
+def test_unknown_site_fails_before_anything_runs(iostack):
     p = iostack("deploy", "--site", "atlantis")
     assert p.returncode == 2
     assert "unknown site 'atlantis'" in p.stderr
     assert "+ " not in p.stdout  # no command was run
 
 
-def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_path):
+def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_path, iostack):
     p = iostack("deploy", "--root", str(tmp_path / "r"),
                 env={"SPACK_ROOT": str(tmp_path / "nospack"), "IOSTACK_CACHE": str(tmp_path)})
     assert p.returncode == 2
@@ -100,3 +92,24 @@ def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     assert not (env_dir / "stale.yaml").exists()
     assert (env_dir / "spack.lock").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text()
     assert (root / "spack-env" / "common" / "modules.yaml").is_file()  # relative includes resolve
+
+
+def test_mirror_register_writes_the_nodes_mirrors_once(tmp_path, monkeypatch, capsys):
+    """The one writer of the node's mirrors.yaml, for set-up's bundles and Ansible's role."""
+    import yaml
+
+    from iostack import cli
+
+    monkeypatch.setenv("IOSTACK_CACHE", str(tmp_path))
+    args = ["mirror", "register", "--source=sources=https://mirror.example.org/spack",
+            "--buildcache=site-cache=file:///srv/buildcache", "--unsigned"]
+    assert cli.main(args) == 0
+    path = tmp_path / "spack-config" / "mirrors.yaml"
+    assert capsys.readouterr().out.startswith(f"iostack: {path}: written (2 mirror(s)")
+    assert yaml.safe_load(path.read_text()) == {"mirrors": {
+        "sources": {"url": "https://mirror.example.org/spack", "source": True, "binary": False},
+        "site-cache": {"url": "file:///srv/buildcache", "source": False, "binary": True,
+                       "signed": False}}}
+    assert cli.main(args) == 0 and capsys.readouterr().out == f"iostack: {path}: unchanged\n"
+    assert cli.main(["mirror", "register", "--source=nourl"]) == 2
+    assert capsys.readouterr().err == "iostack: error: 'nourl': give a mirror as NAME=URL\n"

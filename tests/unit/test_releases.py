@@ -252,15 +252,7 @@ def test_deploy_records_a_build_failure(monkeypatch, fake_build):
 
 # --- the commands: one line and a non-zero exit on bad input, nothing changed -------------
 
-def iostack(*args):
-    import subprocess
-
-    from iostack.core import paths
-    return subprocess.run([str(paths.REPO / "bin" / "iostack"), *map(str, args)],
-                          capture_output=True, text=True)
-
-
-def test_commands_refuse_bad_input_in_one_line(tmp_path):
+def test_commands_refuse_bad_input_in_one_line(tmp_path, iostack):
     make_release(tmp_path, IDS[0])
     make_release(tmp_path, IDS[1], verdict=releases.FAILED)
     releases.switch(tmp_path, IDS[0])
@@ -277,7 +269,7 @@ def test_commands_refuse_bad_input_in_one_line(tmp_path):
     assert len(releases.listing(tmp_path)) == 2
 
 
-def test_commands_list_switch_and_prune(tmp_path):
+def test_commands_list_switch_and_prune(tmp_path, iostack):
     assert "no releases in" in iostack("releases", "--root", tmp_path).stdout
     for rid in IDS[:3]:
         make_release(tmp_path, rid)

@@ -211,7 +211,7 @@ def spack_disagreements(site: str) -> list[str]:
     if facts.scheduler == "slurm":
         # a cluster's lock is written elsewhere (CI): every node must name the cluster's OS
         # (externals get the host's otherwise), and the libc the cluster's compilers target is
-        # declared (lib/iostack/spack_offsite.py)
+        # declared (`spack offsite`, spack-ext/spack-iostack)
         wanted.append(f"os={facts.os}")
         libcs = [spec for name, spec in externals if name in ("glibc", "musl")]
         if [spec.split()[0] for spec in libcs] != [facts.libc]:

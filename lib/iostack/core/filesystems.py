@@ -1,11 +1,14 @@
 """Which file system holds a path, and whether it is full: so that a run that hit ENOSPC
 says which file system to free instead of failing somewhere downstream. Standard library
-only (the checks' sanity step uses it inside ReFrame)."""
+and util-linux's findmnt (the checks' sanity step uses it inside ReFrame)."""
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 from typing import NamedTuple
+
+from iostack.core import process
 
 #: Free space below which a file system counts as full: a write of a few MiB (a GRIB file,
 #: a job script, ReFrame's report) fails there, and XFS and ext4 hold some space back.
@@ -29,32 +32,14 @@ def _existing(path) -> pathlib.Path:
     return path
 
 
-def _unescape(field: str) -> str:
-    return field.encode().decode("unicode_escape") if "\\" in field else field
-
-
 def mount_of(path) -> Mount:
-    """The mount holding `path` (its nearest existing ancestor), from /proc/self/mountinfo:
-    the deepest mount point above the path with the path's device."""
-    path = _existing(path).resolve()
-    dev = os.stat(path).st_dev
-    want = f"{os.major(dev)}:{os.minor(dev)}"
-    best = Mount("/", "?", "?")
-    best_len = -1
-    try:
-        lines = pathlib.Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields, rest = left.split(), right.split()
-        if len(fields) < 5 or len(rest) < 2:
-            continue
-        mountpoint = _unescape(fields[4])
-        inside = str(path) == mountpoint or str(path).startswith(mountpoint.rstrip("/") + "/")
-        if fields[2] == want and inside and len(mountpoint) > best_len:
-            best, best_len = Mount(mountpoint, rest[1], rest[0]), len(mountpoint)
-    return best
+    """The mount holding `path` (its nearest existing ancestor), as findmnt --target finds
+    it; `/ (?, ?)` when findmnt cannot say."""
+    p = process.capture(["findmnt", "-J", "-o", "TARGET,SOURCE,FSTYPE", "--target",
+                         _existing(path).resolve()])
+    found = json.loads(p.stdout).get("filesystems", []) if p.returncode == 0 else []
+    return Mount(found[0]["target"], found[0]["source"], found[0]["fstype"]) if found else \
+        Mount("/", "?", "?")
 
 
 def free_bytes(path) -> int:

@@ -41,7 +41,7 @@ import stat
 import tarfile
 import time
 
-from iostack.core import process
+from iostack.core import filesystems, process
 from iostack.core.errors import Failed, IostackError
 from iostack.deployment import releases, sbom
 
@@ -159,8 +159,8 @@ def stream(release: releases.Release, root: pathlib.Path, out, mtime: int) -> No
             else:
                 raise ImageError(f"{path} is neither a file, a directory nor a link")
         meta = image_meta(release)
-        rel = pathlib.PurePath(releases.RELEASES, release.id, releases.META)
-        info = _info(str(rel), None, mtime)
+        meta_path = pathlib.PurePath(releases.RELEASES, release.id, releases.META)
+        info = _info(str(meta_path), None, mtime)
         info.mode, info.size = 0o644, len(meta)
         tar.addfile(info, io.BytesIO(meta))
         link = _info(releases.CURRENT, None, mtime)
@@ -212,7 +212,7 @@ def build(release: releases.Release, root: pathlib.Path, out: pathlib.Path | Non
         finally:
             if proc.stdin and not proc.stdin.closed:
                 proc.stdin.close()
-        said = proc.stdout.read().decode(errors="replace")
+        said = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
     if proc.returncode != 0:
         partial.unlink(missing_ok=True)
         raise ImageError(f"mksquashfs failed (rc {proc.returncode}): "
@@ -226,31 +226,17 @@ def build(release: releases.Release, root: pathlib.Path, out: pathlib.Path | Non
 
 # --- an image in use ---------------------------------------------------------------------
 
-def mount_of(path: pathlib.Path) -> tuple[str, str] | None:
-    """(mount point, file system type) of the mount `path` is on."""
-    best = None
-    real = os.path.realpath(path)
-    for line in pathlib.Path("/proc/self/mountinfo").read_text().splitlines():
-        fields = line.split()
-        point = fields[4].encode().decode("unicode_escape")
-        fstype = fields[fields.index("-") + 1]
-        if real == point or real.startswith(point.rstrip("/") + "/"):
-            if best is None or len(point) >= len(best[0]):
-                best = (point, fstype)
-    return best
-
-
 def verify_mounted(image: pathlib.Path, tree: pathlib.Path) -> str:
     """The sha256 of `image`, after checking that it is the squashfs mounted where the
     release `tree` is (its release.json is the image's, byte for byte)."""
     if not image.is_file():
         raise NotMounted(f"--image {image} is not a file")
-    mount = mount_of(tree)
-    if mount is None or mount[1] not in ("squashfs", "fuse.squashfuse", "fuse.squashfuse_ll"):
+    mount = filesystems.mount_of(tree)
+    if mount.fstype not in ("squashfs", "fuse.squashfuse", "fuse.squashfuse_ll"):
         raise NotMounted(f"--image {image}: {tree} is not on a mounted squashfs image "
-                         f"({mount[1] if mount else 'no mount'}): mount it with `squashfuse "
+                         f"({mount.fstype} at {mount.mountpoint}): mount it with `squashfuse "
                          f"{image} <root>` first")
-    rel = pathlib.PurePath(tree).relative_to(mount[0]) / releases.META
+    rel = pathlib.PurePath(os.path.realpath(tree)).relative_to(mount.mountpoint) / releases.META
     unsquashfs = shutil.which("unsquashfs")
     if not unsquashfs:
         raise NotMounted("unsquashfs not found: install squashfs-tools (system-packages.toml)")

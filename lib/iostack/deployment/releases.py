@@ -34,6 +34,7 @@ import shutil
 import socket
 import time
 
+from iostack.core import digest
 from iostack.core.errors import Failed
 from iostack.deployment.layout import CURRENT, LOCK, META, RELEASES, is_release
 
@@ -185,24 +186,8 @@ def find(root: pathlib.Path, release_id: str) -> Release:
 # --- the module tree's digest ----------------------------------------------------------
 
 def tree_digest(top: pathlib.Path) -> str:
-    """sha256 over every entry under `top`: relative path, kind, bytes or link target, and
-    whether a file is executable. Any changed byte, name, link or mode changes it."""
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames.sort()
-        base = pathlib.Path(dirpath)
-        for name in sorted(dirnames + filenames):
-            path = base / name
-            rel = path.relative_to(top).as_posix()
-            if path.is_symlink():
-                h.update(f"link\0{rel}\0{os.readlink(path)}\n".encode())
-            elif path.is_dir():
-                h.update(f"dir\0{rel}\n".encode())
-            else:
-                content = hashlib.sha256(path.read_bytes()).hexdigest()
-                exe = "x" if os.access(path, os.X_OK) else "-"
-                h.update(f"file\0{rel}\0{exe}\0{content}\n".encode())
-    return h.hexdigest()
+    """The module tree's sha256 (iostack.core.digest)."""
+    return digest.tree_sha256(top)
 
 
 # --- current, switching ----------------------------------------------------------------

@@ -146,8 +146,9 @@ def _purl_and_refs(spec: dict, deb: tuple[str, str, str] | None, dist: str | Non
         elif src["kind"] == "in-repo":
             refs.append(ExternalReference(
                 type=ExternalReferenceType.VCS, url=XsUri(spec.get("homepage") or "urn:iostack"),
-                hashes=hashes, comment=f"{src['name']}: {src['path']} of the iostack "
-                "repository; sha256 over the tree (packages/spack_repo/iostack/in_repo.py)"))
+                hashes=hashes, comment=f"{src['name']}: {src['path']} of Spack repository "
+                f"{src.get('repository', 'iostack')}, in the iostack repository; sha256 over "
+                "the tree (packages/spack_repo/iostack/in_repo.py)"))
         else:
             kind = ExternalReferenceType.SOURCE_DISTRIBUTION if src["kind"] == "url" \
                 else ExternalReferenceType.OTHER

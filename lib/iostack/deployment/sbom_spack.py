@@ -9,6 +9,7 @@ directives whose `when` it satisfies), and its sources as Spack fetches them: th
 archive (URL and sha256) or git checkout (URL and commit), each resource, each patch.
 """
 import json
+import os
 import sys
 
 import spack.deptypes
@@ -40,8 +41,10 @@ def sources(spec) -> list:
         # iostack/in_repo.py); other code-less recipes (compiler-wrapper) have a file resource
         tree = getattr(type(pkg), "SOURCE_SHA256", {}).get(str(spec.version))
         if tree:
-            found.append({"name": spec.name, "kind": "in-repo", "path": f"src/{spec.name}",
-                          "sha256": tree})
+            repo = spack.repo.PATH.get_repo(spec.namespace)
+            found.append({"name": spec.name, "kind": "in-repo", "sha256": tree,
+                          "path": os.path.relpath(pkg.in_repo_source, repo.root),
+                          "repository": spec.namespace})
     for resource in pkg._get_needed_resources():
         facts = fetcher_facts(resource.fetcher)
         if facts:
@@ -87,7 +90,7 @@ def main() -> None:
     env = spack.environment.active_environment()
     if env is None:
         sys.exit("sbom_spack.py: run it in an environment (spack -e ENV python ...)")
-    specs = {}
+    specs: dict[str, object] = {}
     for root in env.concrete_roots():
         for spec in root.traverse(deptype="all"):
             specs.setdefault(spec.dag_hash(), spec)

@@ -118,7 +118,7 @@ def root_specs(lock: dict, core_compilers=()) -> list[RootSpec]:
     for r in roots:
         r["key"] = f"{r['name']}@{r['version']}"
     for suffix in (lambda r: f"%{r['compiler']}", lambda r: f"/{r['hash'][:7]}"):
-        counts = {}
+        counts: dict[str, int] = {}
         for r in roots:
             counts[r["key"]] = counts.get(r["key"], 0) + 1
         for r in roots:

@@ -21,13 +21,12 @@ writes one (a single tar file holding such a directory).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
 import shutil
 import tarfile
 
-from iostack.core import paths, pins, provenance
+from iostack.core import archives, digest, paths, pins, provenance
 from iostack.core.errors import IostackError
 from iostack.core.process import capture, run
 from iostack.spack import config
@@ -44,12 +43,7 @@ class BundleError(IostackError):
     """A bundle that must not be used; the message is the one line the admin sees."""
 
 
-def sha256(path: pathlib.Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+sha256 = digest.file_sha256
 
 
 def read_sums(bundle: pathlib.Path) -> dict[str, str]:
@@ -71,11 +65,11 @@ def read_sums(bundle: pathlib.Path) -> dict[str, str]:
 def verify(bundle: pathlib.Path) -> dict[str, str]:
     """Check every sum, and that every payload file is covered by one."""
     sums = read_sums(bundle)
-    for name, digest in sorted(sums.items()):
+    for name, recorded in sorted(sums.items()):
         f = bundle / name
         if not f.is_file():
             raise BundleError(f"{SUMS} lists {name}, which is missing from {bundle}")
-        if sha256(f) != digest:
+        if sha256(f) != recorded:
             raise BundleError(f"{bundle / name} does not match its sha256 in {SUMS}: "
                               "the bundle is damaged or was tampered with")
     payload = [bundle / pins.SPACK["archive"], bundle / pins.SPACK_PACKAGES["archive"]]
@@ -129,18 +123,11 @@ def unpack(archive: pathlib.Path, dest: pathlib.Path, pin: dict) -> None:
 
 
 def extract(tar: tarfile.TarFile, dest: pathlib.Path) -> None:
-    """extractall, refusing members that would land outside dest (Debian 12's Python 3.11.2
-    predates tarfile's extraction filters)."""
-    root = dest.resolve()
-    for member in tar.getmembers():
-        target = (dest / member.name).resolve()
-        if target != root and root not in target.parents or member.isdev():
-            raise BundleError(f"{tar.name}: member {member.name!r} would land outside {dest}")
-        if member.issym() or member.islnk():
-            link = (target.parent / member.linkname).resolve()
-            if root not in link.parents and link != root:
-                raise BundleError(f"{tar.name}: link {member.name!r} points outside {dest}")
-    tar.extractall(dest)
+    """extractall, refusing what would land or point outside dest (iostack.core.archives)."""
+    try:
+        archives.extract(tar, dest)
+    except archives.UnsafeArchive as e:
+        raise BundleError(str(e)) from None
 
 
 def installed_commit(tree: pathlib.Path) -> str | None:

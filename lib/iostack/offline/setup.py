@@ -83,7 +83,7 @@ def checked(step: str, cmd, **kwargs):
     try:
         return run(cmd, capture_stderr=True, **kwargs)
     except CommandFailed as e:
-        raise SetupRefused(explain(step, e.stderr)) from None
+        raise SetupRefused(explain(step, e.stderr or "")) from None
 
 
 def system_packages(skip_apt: bool, purposes=("deploy",), os_release_file: pathlib.Path = OS_RELEASE):
@@ -161,6 +161,10 @@ def python_tools(purposes=("deploy",), wheels: pathlib.Path | None = None):
     # setuptools just installed, their dependencies pinned above
     checked("pip install -e . (iostack itself)",
             [*pip, "--no-deps", "--no-build-isolation", "-e", paths.REPO])
+    if "tests" in purposes or "nightly" in purposes:
+        # the test beds (tools/testbed): the tests' and the nightly workflow's throwaway Slurm
+        checked("pip install -e tools/testbed (the test beds)",
+                [*pip, "--no-deps", "--no-build-isolation", "-e", paths.REPO / "tools" / "testbed"])
     go = shutil.which("go")
     if "tests" not in purposes or (venv / "bin" / "actionlint").exists():
         return
@@ -180,7 +184,7 @@ def _r(requirements):
 def _clone(pin: dict, dest: pathlib.Path):
     if dest.exists():
         commit = bundle.installed_commit(dest)
-        if commit == pin["commit"]:
+        if commit is not None and commit == pin["commit"]:
             print(f"iostack: {dest} is at {pin['tag']} ({commit[:12]})")
             return
         raise SetupRefused(f"{dest} is at {(commit or 'an unknown commit')[:12]}, not at the "

@@ -81,7 +81,7 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     prov = provenance(sessions)
     # (file, check, partition, variant, var) -> values, unit
     values: dict[tuple, list] = {}
-    units: dict[tuple, str] = {}
+    units: dict[tuple, str | None] = {}
     without_file = set()
     for session in sessions:
         for tc in results.last_attempts(session).values():

@@ -143,7 +143,7 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, syst
                 return outcome.rc or 1
     else:
         print(f"iostack: ReFrame report: {report_path}")
-    if not (report or {}).get("session_info", {}).get("num_cases"):
+    if report is None or not report.get("session_info", {}).get("num_cases"):
         print(f"iostack: error: ReFrame ran no test case on system {system} (mode {mode}, "
               f"options {' '.join(extra) or 'none'}): it would report PASSED (ReFrame issue "
               "#3599); check the selection (-n/-t/-p) and the partitions' features")
@@ -177,8 +177,7 @@ def require_node_packages(extra=()) -> None:
             "(-- -n CHECK), or deploy with --skip-regression")
 
 
-def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
-        local_slurm: bool = False) -> int:
+def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly") -> int:
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
     state_dir = reframe.state_dir(root)
     state = roots.require_writable(state_dir.parent, state_dir.name)
@@ -191,28 +190,8 @@ def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         report_path = state / "reports" / f"run-report-{stamp}-{os.getpid()}.json"
         extras = ",".join(f"{k}={v}" for k, v in session_extras(site).items())
-        cluster, env_extra = None, {}
-        if local_slurm:
-            from iostack import cluster as multinode, slurm
-
-            if system == "local-cluster":
-                cluster = multinode.LocalCluster(root / "cluster")
-                print(f"iostack: starting the multi-node cluster in {cluster.state}")
-            else:
-                cluster = slurm.LocalSlurm(root / "slurm")
-                print(f"iostack: starting a single-node Slurm cluster in {cluster.state}")
-            try:
-                cluster.start()
-            except (slurm.SlurmUnavailable, slurm.SlurmStartError, multinode.ClusterError) as e:
-                raise IostackError(f"local Slurm cluster: {e}") from e
-            env_extra.update(cluster.env())
-        try:
-            outcome = reframe.reframe(
-                system, root, mode=mode, env_extra=env_extra, deadline=deadline,
-                extra=["--session-extras", extras, "--report-file", report_path, *extra],
-                pass_fds=(lock_fd,))
-        finally:
-            if cluster is not None:
-                cluster.stop()
-                print("iostack: local Slurm cluster stopped")
+        outcome = reframe.reframe(
+            system, root, mode=mode, deadline=deadline,
+            extra=["--session-extras", extras, "--report-file", report_path, *extra],
+            pass_fds=(lock_fd,))
         return verdict(outcome, report_path, site, system, root, mode, extra)

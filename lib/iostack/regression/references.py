@@ -70,7 +70,7 @@ def load(path) -> dict:
 
 def is_no_baseline(ref) -> bool:
     """Whether a reference value (as a report stores it) is the no-baseline placeholder."""
-    return isinstance(ref, numbers.Number) and ref >= NO_BASELINE / 2
+    return isinstance(ref, (int, float)) and ref >= NO_BASELINE / 2
 
 
 def _entries(section: dict, partition: str, variant: str) -> dict:
@@ -161,7 +161,7 @@ def validate(data: dict) -> list[str]:
                 for var, e in (entries or {}).items():
                     where = f"{check}: {partition} {variant} {var}"
                     value = e.get("value")
-                    if not isinstance(value, numbers.Number) or not math.isfinite(value):
+                    if not isinstance(value, numbers.Real) or not math.isfinite(value):
                         errors.append(f"{where}: value {value!r} is not a finite number")
                     lower, upper = e.get("lower"), e.get("upper")
                     if lower is not None and not -1 <= lower <= 0 and value and value > 0:

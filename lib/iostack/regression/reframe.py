@@ -82,8 +82,8 @@ def environment(root_dir: pathlib.Path) -> dict:
 
 
 def command(system: str, root_dir: pathlib.Path, mode=None) -> list:
-    exe = paths.venv() / "bin" / "reframe"
-    if not exe.exists():
+    exe: pathlib.Path | str = paths.venv() / "bin" / "reframe"
+    if not pathlib.Path(exe).exists():
         found = shutil.which("reframe")
         if not found:
             raise IostackError("ReFrame not found: run bin/iostack setup")
@@ -135,8 +135,11 @@ def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None, env_extra=
                          stdout=process.PIPE, stderr=process.STDOUT, pass_fds=pass_fds)
     notes: dict[str, str] = {}
 
+    stdout = proc.stdout
+    assert stdout is not None   # stdout=PIPE
+
     def relay():
-        for line in proc.stdout:
+        for line in stdout:
             sys.stdout.write(line)
             sys.stdout.flush()
             plain = _ANSI.sub("", line).strip()

@@ -19,6 +19,7 @@ import math
 import os
 import pathlib
 import re
+from typing import Any
 
 from iostack.core.errors import Failed
 from iostack.deployment import releases
@@ -106,10 +107,15 @@ def plot(check: str, var: str, points: list[dict], out: pathlib.Path) -> pathlib
     colours = plt.get_cmap("tab10")
     top = max([p["value"] for p in points] + [p["high"] for p in points if p["high"] is not None])
     y_top = (top * 1.2 if top > 0 else 1.0)
-    handles, banded, any_failed = [], False, False
+    from matplotlib.artist import Artist
+
+    handles: list[Artist] = []
+    banded, any_failed = False, False
     for i, label in enumerate(labels):
         pts = sorted((p for p in points if p["label"] == label), key=lambda p: p["t"])
-        t = [_utc(p["t"]) for p in pts]
+        # datetimes: matplotlib converts them (its units framework), which its type stubs
+        # do not describe
+        t: list[Any] = [_utc(p["t"]) for p in pts]
         y = [p["value"] for p in pts]
         colour = colours(i % 10)
         name = short[label] + (" (no baseline recorded)" if pts[-1]["no_baseline"] else "")

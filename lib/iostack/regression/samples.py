@@ -22,7 +22,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 
-from iostack.core import paths, process
+from iostack.core import archives, paths, process
 
 
 @dataclass(frozen=True)
@@ -131,12 +131,11 @@ def _unpack(archive: pathlib.Path, sdist: Sdist, out: pathlib.Path) -> None:
     """The sample data and the licence, nothing else (regular files only, flattened)."""
     wanted = (f"{sdist.name}/{sdist.data}", f"{sdist.name}/LICENSE")
     out.mkdir()
-    with tarfile.open(archive) as tar:
-        for member in tar.getmembers():
-            if member.isfile() and member.name.startswith(wanted):
-                with tar.extractfile(member) as src, open(out / pathlib.Path(member.name).name,
-                                                          "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+    with tarfile.open(archive) as tar, tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        chosen = [m for m in tar.getmembers() if m.isfile() and m.name.startswith(wanted)]
+        archives.extract(tar, pathlib.Path(tmp), chosen)
+        for member in chosen:
+            os.replace(pathlib.Path(tmp, member.name), out / pathlib.Path(member.name).name)
 
 
 def write_grib_set(name: str, out: pathlib.Path, root: pathlib.Path | None = None) -> int:

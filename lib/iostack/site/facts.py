@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import pathlib
 import re
+from typing import Any
 
 from iostack.core import paths
 from iostack.core.errors import IostackError
@@ -148,13 +149,17 @@ def read(path: pathlib.Path) -> Site:
         name=data["name"], description=data["description"], os=data["os"], libc=data["libc"],
         scheduler=data["scheduler"], systems=tuple(data.get("systems") or [data["name"]]),
         file_systems=tuple({"shared": True, **fs} for fs in data.get("file_systems", [])),
-        nodes={name: NodeGroup(name=name, **{k: tuple(v) if isinstance(v, list) else v
-                                            for k, v in group.items()})
+        nodes={name: NodeGroup(name=name, **_group_fields(group))
                for name, group in data["nodes"].items()})
     problem = _inconsistency(site, path)
     if problem:
         raise FactsError(f"{where}: {problem}")
     return site
+
+
+def _group_fields(group: dict) -> dict[str, Any]:
+    """A node group's fields as NodeGroup takes them (lists as tuples: it is frozen)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in group.items()}
 
 
 def _inconsistency(site: Site, path: pathlib.Path) -> str | None:

@@ -28,9 +28,9 @@ def fresh_lock(site: str) -> tuple[dict, float]:
                         ignore=shutil.ignore_patterns(".spack-env", "spack.lock"))
         env = runner.environment(pathlib.Path(tmp) / "root")
         start = time.monotonic()
-        # through spack_offsite.py: a cluster's compilers are taken to target its libc
-        proc = process.capture([runner.spack_bin(), "-e", tree / "sites" / site, "python",
-                                paths.REPO / "lib" / "iostack" / "spack_offsite.py",
+        # `spack offsite` (spack-ext/spack-iostack): a cluster's compilers are taken to
+        # target its libc
+        proc = process.capture([runner.spack_bin(), "-e", tree / "sites" / site, "offsite",
                                 "concretize", "--fresh", "--force"], env_extra=env)
         if proc.returncode != 0:
             raise ConcretizationFailed(f"{site}: {runner.error_line(proc.stderr)}")
@@ -44,7 +44,7 @@ def fresh_locks(sites: list[str]) -> dict[str, tuple[dict, float] | Concretizati
     workers = max(1, min(len(sites), os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         futures = {site: pool.submit(fresh_lock, site) for site in sites}
-    out = {}
+    out: dict[str, tuple[dict, float] | ConcretizationFailed] = {}
     for site, future in futures.items():
         try:
             out[site] = future.result()

@@ -120,7 +120,7 @@ def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
 
 def spack(args, root_dir, site=None, release=None, **kw):
     env = environment(root_dir, release)
-    cmd = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
+    cmd: list[object] = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
     if site:
         cmd += ["-e", deployed_env(site, release or root_dir)]
     return run(cmd + list(args), env_extra=env, **kw)

@@ -1,6 +1,6 @@
 """Run a spack command for a cluster site on a machine that is not one of its nodes.
 
-Runs inside Spack: `spack -e <site env> python spack_offsite.py <command> [args...]`.
+    spack -e <site env> offsite <command> [args...]      # e.g. concretize --fresh --force
 
 Spack 1.1 learns which libc a compiler targets by running it (`cc -v`, then the dynamic linker
 that names). A cluster's compilers (CCE under /opt/cray, the HPC image's gcc) do not run on the
@@ -10,17 +10,49 @@ records the host's libc. A cluster site therefore declares its libc as a non-bui
 external in its packages.yaml (the one `sites/<site>.yaml` names); here every compiler of the
 site is taken to run and to target that libc, which is what Spack detects on the nodes.
 A site that declares no libc (`local`, concretized on its own node) runs unchanged.
-"""
-import re
-import sys
 
+It replaces two methods of Spack's CompilerPropertyDetector for the command it runs, so it
+refuses a Spack it was not written for (SUPPORTED): check that class in
+lib/spack/spack/compilers/libraries.py of the new Spack, then add its version here.
+"""
+import argparse
+import re
+
+import spack
 import spack.compilers.libraries
 import spack.config
 import spack.main
 import spack.spec
 from spack.llnl.util import tty
 
+description = "run a spack command for a cluster site, off its nodes (iostack)"
+section = "environments"
+level = "long"
+
+#: Spack versions (major, minor) whose CompilerPropertyDetector this was written against
+SUPPORTED = ((1, 1),)
+REPLACED = ("compiler_verbose_output", "default_libc")
 LIBC_PACKAGES = ("glibc", "musl")
+
+
+def setup_parser(subparser):
+    subparser.add_argument("spack_command", nargs=argparse.REMAINDER,
+                           help="the spack command and its arguments")
+
+
+def check_spack_version(version=None, detector=None):
+    """None if this Spack is one the extension was written for, else why not."""
+    version = tuple(version or spack.spack_version_info)[:2]
+    detector = detector or spack.compilers.libraries.CompilerPropertyDetector
+    missing = [name for name in REPLACED if not hasattr(detector, name)]
+    if version not in SUPPORTED or missing:
+        return (f"spack offsite was written for Spack "
+                f"{', '.join('.'.join(map(str, v)) for v in SUPPORTED)}, whose "
+                f"CompilerPropertyDetector it changes ({', '.join(REPLACED)}); this Spack is "
+                f"{'.'.join(map(str, version))}"
+                + (f" and has no {', '.join(missing)}" if missing else "")
+                + ": check spack-ext/spack-iostack/iostack/cmd/offsite.py against it")
+    return None
 
 
 def declared_libc():
@@ -49,20 +81,19 @@ def target_declared_libc(spec_string, prefix):
     detector.default_libc = default_libc
 
 
-def main(argv):
-    if not argv:
-        tty.die("usage: spack -e <env> python spack_offsite.py <spack command> [args...]")
+def offsite(parser, args):
+    problem = check_spack_version()
+    if problem:
+        tty.die(problem)
+    if not args.spack_command:
+        tty.die("usage: spack -e <env> offsite <spack command> [args...]")
     libc = declared_libc()
     if libc:
         tty.msg(f"the site's compilers are taken to target its declared libc {libc[0]}")
         target_declared_libc(*libc)
-    command = spack.main.SpackCommand(argv[0])
-    command(*argv[1:], fail_on_error=False)
+    command = spack.main.SpackCommand(args.spack_command[0])
+    command(*args.spack_command[1:], fail_on_error=False)
     if command.error is not None:
         tty.error(str(command.error))
         return 1
     return command.returncode or 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

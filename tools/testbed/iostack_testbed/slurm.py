@@ -6,15 +6,18 @@ state directory and ports picked free, so it touches nothing of a Slurm the node
 already run. There is no accounting database: ReFrame's `squeue` scheduler, not `slurm`
 (which needs sacct), talks to it.
 
-    from iostack.slurm import LocalSlurm
+    from iostack_testbed.slurm import LocalSlurm
     with LocalSlurm(state_dir) as cluster:      # started, node idle
         subprocess.run(["sbatch", ...], env={**os.environ, **cluster.env()})
 
-or from the shell (what `bin/iostack nightly --system local-slurm --local-slurm` does):
+or from the shell, around one command (the nightly on `local-slurm`):
 
-    PYTHONPATH=lib python3 -m iostack.slurm start --state-dir /tmp/slurm
-    export SLURM_CONF=/tmp/slurm/etc/slurm.conf
-    PYTHONPATH=lib python3 -m iostack.slurm stop --state-dir /tmp/slurm
+    iostack-testbed run slurm -- bin/iostack nightly --system local-slurm
+
+or by hand:
+
+    iostack-testbed slurm start --state-dir /tmp/slurm   # prints: export SLURM_CONF=...
+    iostack-testbed slurm stop --state-dir /tmp/slurm
 
 Needs root (slurmd launches jobs as their user) and the Debian packages slurm-wlm and
 munge. Slurm 22.05 checks the node's hardware against slurm.conf: a node configured with
@@ -23,7 +26,6 @@ more CPUs or memory than `slurmd -C` reports is drained, so the node line is tak
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -32,8 +34,9 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
+
+from iostack_testbed.errors import TestbedError
 
 PARTITION = "iostack"
 CLUSTER = "iostack"
@@ -42,11 +45,11 @@ MAX_SOCKET_PATH = 107
 DAEMONS = ("munged", "slurmctld", "slurmd")
 
 
-class SlurmUnavailable(RuntimeError):
+class SlurmUnavailable(TestbedError):
     """This node cannot run the local cluster (not root, packages missing)."""
 
 
-class SlurmStartError(RuntimeError):
+class SlurmStartError(TestbedError):
     """A daemon did not come up; the message carries the tails of its logs."""
 
 
@@ -354,30 +357,18 @@ def _stop_by_pidfiles(state: pathlib.Path) -> None:
         pidfile.unlink()
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m iostack.slurm", description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=["start", "stop", "config"])
-    ap.add_argument("--state-dir", required=True, type=pathlib.Path)
-    ap.add_argument("--timeout", type=float, default=90.0)
-    args = ap.parse_args(argv)
-    cluster = LocalSlurm(args.state_dir, timeout=args.timeout)
-    try:
-        if args.action == "config":
-            print(cluster.write_config())
-        elif args.action == "start":
-            cluster.start()
-            # leave the daemons running for the caller; `stop` finds them by pid file
-            cluster.procs.clear()
-            print(f"export SLURM_CONF={cluster.conf}")
-        else:
-            if cluster.conf.is_file():
-                cluster.cancel_jobs()
-            _stop_by_pidfiles(args.state_dir.resolve())
-    except (SlurmUnavailable, SlurmStartError) as e:
-        print(f"iostack.slurm: error: {e}", file=sys.stderr)
-        return 2
+def run(action: str, state_dir: pathlib.Path, timeout: float) -> int:
+    """`iostack-testbed slurm start|stop|config`: the daemons outlive `start`; `stop`, from
+    another process, finds them by their pid files."""
+    cluster = LocalSlurm(state_dir, timeout=timeout)
+    if action == "config":
+        print(cluster.write_config())
+    elif action == "start":
+        cluster.start()
+        cluster.procs.clear()
+        print(f"export SLURM_CONF={cluster.conf}")
+    else:
+        if cluster.conf.is_file():
+            cluster.cancel_jobs()
+        _stop_by_pidfiles(state_dir.resolve())
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,10 +2,11 @@
 where [OCI-OpenFOAM]'s inter-node runs and NVMe staging go through sbatch, srun and ssh,
 and the per-node hardware checks run node by node.
 
-    bin/iostack cluster up [--state-dir DIR] [--blank-scratch]
-    eval "$(bin/iostack cluster env)"       # SLURM_CONF, IOSTACK_CLUSTER_SSH_CONFIG
-    bin/iostack cluster status
-    bin/iostack cluster down
+    iostack-testbed cluster up [--state-dir DIR] [--blank-scratch]
+    eval "$(iostack-testbed cluster env)"       # SLURM_CONF, IOSTACK_CLUSTER_SSH_CONFIG
+    iostack-testbed cluster status
+    iostack-testbed cluster down
+    iostack-testbed run cluster -- bin/iostack nightly --system local-cluster
 
 The nodes and their facts are the hosts of group `compute` in
 ansible/inventories/local-cluster. Each node is a network namespace (a veth to a bridge
@@ -41,12 +42,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
+from typing import Any
 
-from iostack import slurm
 from iostack.core import paths
 from iostack.site import inventory
+from iostack_testbed import slurm
+from iostack_testbed.errors import TestbedError
 
 INVENTORY = paths.ANSIBLE_INVENTORIES / "local-cluster"
 GROUP = "compute"
@@ -61,7 +63,7 @@ TOOLS = ("ip", "unshare", "nsenter", "losetup", "mkfs.xfs", "blkid", "mount", "u
 SYSTEM_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
 
 
-class ClusterError(RuntimeError):
+class ClusterError(TestbedError):
     """The cluster cannot start (or stop) here; the message says why."""
 
 
@@ -97,7 +99,7 @@ def _natural(name: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def used_networks() -> list[ipaddress.IPv4Network]:
+def used_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     """IPv4 networks this host already has an address or a route in."""
     nets = []
     for what in ("addr", "route"):
@@ -119,7 +121,7 @@ def pick_subnet(tag: str, used) -> ipaddress.IPv4Network:
     """A /24 in 10.214.0.0/16 overlapping nothing in `used`, starting from the tag's."""
     start = int(tag, 16) % 250
     for k in range(250):
-        net = ipaddress.ip_network(f"10.214.{(start + k) % 250 + 1}.0/24")
+        net = ipaddress.IPv4Network(f"10.214.{(start + k) % 250 + 1}.0/24")
         if not any(net.overlaps(u) for u in used):
             return net
     raise ClusterError("no free /24 in 10.214.0.0/16 for the cluster's bridge")
@@ -136,11 +138,11 @@ def emulated_sysfs(root: pathlib.Path, nps: int, real: pathlib.Path = pathlib.Pa
             packages.setdefault(pkg.read_text().strip(), []).append(int(cpu.name[3:]))
     out_cpu = root / "devices/system/cpu"
     numa = 0
-    for pkg, cpus in sorted(packages.items()):
-        for cpu in cpus:
-            topo = out_cpu / f"cpu{cpu}" / "topology"
+    for package, cpus in sorted(packages.items()):
+        for number in cpus:
+            topo = out_cpu / f"cpu{number}" / "topology"
             topo.mkdir(parents=True, exist_ok=True)
-            (topo / "physical_package_id").write_text(pkg + "\n")
+            (topo / "physical_package_id").write_text(package + "\n")
         share = -(-len(cpus) // nps)
         for part in range(nps):
             node = root / "devices/system/node" / f"node{numa}"
@@ -253,7 +255,7 @@ class LocalCluster(slurm.LocalSlurm):
             raise slurm.SlurmUnavailable(reason)
         if self.is_up():
             raise ClusterError(f"a cluster is already up in {self.state}: run "
-                               f"`bin/iostack cluster down --state-dir {self.state}` first")
+                               f"`iostack-testbed cluster down --state-dir {self.state}` first")
         self.nodes = self.read_facts()
         for place in {NODE_RUN, *(pathlib.Path(n.facts["nvme_scratch_mount"]) for n in self.nodes)}:
             if self.state == place or place in self.state.parents:
@@ -290,8 +292,9 @@ class LocalCluster(slurm.LocalSlurm):
         self.bridge_address = str(hosts[0])
         for node in self.nodes:
             node.address = str(hosts[9 + node.index])   # nodeN at .10+N
-        self.controller = {"name": socket.gethostname().split(".")[0],
-                           "address": self.bridge_address, "port": slurm.free_port()}
+        self.controller: dict[str, Any] = {"name": socket.gethostname().split(".")[0],
+                                           "address": self.bridge_address,
+                                           "port": slurm.free_port()}
         # written before anything is made, so a killed `up` leaves a record to clean up by
         self._write_record("starting")
 
@@ -478,12 +481,9 @@ class LocalCluster(slurm.LocalSlurm):
         return {(st.st_dev, st.st_ino) for st in map(os.stat, files)}
 
     def _mounts_under_state(self) -> list[str]:
-        out = []
-        for line in pathlib.Path("/proc/self/mountinfo").read_text().splitlines():
-            point = line.split()[4].replace("\\040", " ")
-            if point == str(self.state) or point.startswith(f"{self.state}/"):
-                out.append(point)
-        return out
+        listed = _run(_tool("findmnt"), "-J", "-l", "-o", "TARGET").stdout or "{}"
+        points = [fs["target"] for fs in json.loads(listed).get("filesystems", [])]
+        return [p for p in points if p == str(self.state) or p.startswith(f"{self.state}/")]
 
     def _is_mount(self, path: pathlib.Path) -> bool:
         return str(path) in self._mounts_under_state()
@@ -649,27 +649,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    """`iostack-testbed cluster up|down|status|env`."""
     cluster = LocalCluster(args.state_dir or default_state_dir(), timeout=args.timeout,
                            blank_scratch=args.blank_scratch)
-    try:
-        if args.action == "up":
-            print(f"iostack: starting the cluster in {cluster.state} from {cluster.inventory_dir}",
-                  flush=True)
-            cluster.start()
-            cluster.procs.clear()   # the daemons outlive this command; `down` finds them
-            print(cluster.status())
-            print("".join(f"export {k}={shlex.quote(v)}\n" for k, v in cluster.env().items()),
-                  end="")
-        elif args.action == "down":
-            return 1 if cluster.down() else 0
-        elif args.action == "status":
-            print(cluster.status())
-        else:
-            if not cluster.is_up():
-                raise ClusterError(f"no cluster is up in {cluster.state}")
-            print("".join(f"export {k}={shlex.quote(v)}\n" for k, v in cluster.env().items()),
-                  end="")
-    except (ClusterError, slurm.SlurmUnavailable, slurm.SlurmStartError) as e:
-        print(f"iostack: error: {e}", file=sys.stderr)
-        return 2
+    if args.action == "up":
+        print(f"iostack-testbed: starting the cluster in {cluster.state} from "
+              f"{cluster.inventory_dir}", flush=True)
+        cluster.start()
+        cluster.procs.clear()   # the daemons outlive this command; `down` finds them
+        print(cluster.status())
+        print(exports(cluster.env()), end="")
+    elif args.action == "down":
+        return 1 if cluster.down() else 0
+    elif args.action == "status":
+        print(cluster.status())
+    else:
+        if not cluster.is_up():
+            raise ClusterError(f"no cluster is up in {cluster.state}")
+        print(exports(cluster.env()), end="")
     return 0
+
+
+def exports(env: dict[str, str]) -> str:
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
