@@ -156,15 +156,67 @@ def cmd_bundle(args):
 
 
 def cmd_nightly(args):
-    from iostack.deployment import releases
-    from iostack.regression import nightly
+    from iostack.deployment import image, releases
+    from iostack.regression import nightly, reframe
 
     site = facts.check_site(args.site)
     # a deployment with releases: the current one (resolved: a switch does not move the run)
     tree = releases.tree_under_test(paths.deploy_root(site, args.root))
-    return nightly.run(site, args.system or site, tree,
-                       extra=[*releases.session_extras(tree), *args.reframe_args],
+    extras = releases.session_extras(tree)
+    if args.image and not args.state:
+        raise IostackError("--image: a mounted image is read-only; give --state DIR for the "
+                           "run's stage, reports and results DB")
+    if args.state:
+        reframe.use_state_dir(pathlib.Path(args.state).resolve())
+    if args.image:
+        digest = image.verify_mounted(pathlib.Path(args.image).resolve(), tree)
+        extras += ["--session-extras", f"image_sha256={digest}"]
+    return nightly.run(site, args.system or site, tree, extra=[*extras, *args.reframe_args],
                        mode=args.mode)
+
+
+def _release(root, release_id):
+    """The named release of the deployment, else its current one."""
+    from iostack.deployment import releases
+
+    if release_id:
+        return releases.find(root, release_id)
+    current = releases.current(root)
+    if current is None:
+        raise releases.ReleaseError(f"no current release in {root}: name one (bin/iostack "
+                                    "releases lists them)")
+    return releases.find(root, current)
+
+
+def cmd_sbom(args):
+    from iostack.deployment import sbom
+
+    site = facts.check_site(args.site)
+    _require_spack()
+    root = paths.deploy_root(site, args.root)
+    release = _release(root, args.release)
+    text = sbom.generate(release)
+    if args.output:
+        pathlib.Path(args.output).write_text(text)
+        print(f"iostack: SBOM of release {release.id}: {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_image(args):
+    from iostack.deployment import image
+
+    site = facts.check_site(args.site)
+    root = paths.deploy_root(site, args.root)
+    release = _release(root, args.release)
+    out, digest = image.build(release, root, pathlib.Path(args.output).resolve()
+                              if args.output else None)
+    print(f"iostack: image of release {release.id}: {out}\n  sha256 {digest}\n"
+          f"iostack: mount it (no root needed) where the release was built for:\n"
+          f"  squashfuse {out} {root}\n  module use {root}/current/modulefiles/Core")
+    return 0
+
 
 
 def cmd_report(args):
@@ -302,8 +354,29 @@ def parser():
     site_args(p)
     p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
     p.add_argument("--mode", default="nightly", help="ReFrame mode (nightly, weekly)")
+    p.add_argument("--image", metavar="FILE",
+                   help="the release runs from this image, mounted at the root: check it is "
+                        "what is mounted and record its sha256 with the session")
+    p.add_argument("--state", metavar="DIR",
+                   help="where the run writes its stage, reports and results DB (default: "
+                        "<root>/reframe; needed for a release mounted from its image)")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_nightly)
+
+    p = sub.add_parser("sbom", help="CycloneDX 1.6 SBOM of a release (deploy writes one into "
+                                    "each release)")
+    site_args(p)
+    p.add_argument("release", nargs="?", help="release id (default: the current one)")
+    p.add_argument("-o", "--output", help="write it here (default: standard output)")
+    p.set_defaults(func=cmd_sbom)
+
+    p = sub.add_parser("image", help="a release as one reproducible squashfs image, mounted "
+                                     "with squashfuse at the deployment root")
+    site_args(p)
+    p.add_argument("release", nargs="?", help="release id (default: the current one)")
+    p.add_argument("-o", "--output",
+                   help="the image file (default: <root>/images/<release>.squashfs)")
+    p.set_defaults(func=cmd_image)
 
     p = sub.add_parser("report", help="HTML page and charts of the stored nightly results")
     site_args(p)

@@ -25,7 +25,7 @@ class Chromium:
     """One browser with one page. Use as a context manager."""
 
     def __init__(self, profile: pathlib.Path, width: int = 1280, height: int = 900,
-                 timeout: float = 60):
+                 timeout: float = 600):
         exe = executable()
         if not exe:
             raise FileNotFoundError("chromium not found (Debian: apt-get install chromium)")

@@ -27,7 +27,8 @@ from ansible_helpers import FIXTURES, free_port, make_cert, make_sysfs, run_role
 BMC_USER, BMC_PASSWORD = "bmc-admin", "s3cret-bmc-pw"
 
 
-def _wait_https(url: str, cafile: pathlib.Path, proc: subprocess.Popen, timeout=30.0) -> None:
+def _wait_https(url: str, cafile: pathlib.Path, proc: subprocess.Popen, timeout=600.0) -> None:
+    """Until the server answers (the timeout guards a hang only)."""
     ctx = ssl.create_default_context(cafile=str(cafile))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -60,7 +61,7 @@ class Bmc:
         req = urllib.request.Request(f"https://{self.address}{path}", method=method,
                                      data=json.dumps(body).encode() if body is not None else None,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, context=self.ctx, timeout=10) as resp:
+        with urllib.request.urlopen(req, context=self.ctx, timeout=300) as resp:
             raw = resp.read()
             return json.loads(raw) if raw else None
 

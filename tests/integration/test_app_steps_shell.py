@@ -1,5 +1,6 @@
 """The step lines iostack_rfm.steps writes, run by bash as a job script runs them."""
 import subprocess
+import time
 
 from iostack_rfm import steps
 
@@ -9,6 +10,7 @@ def run_script(lines):
 
 
 def test_a_step_reports_rc_and_wall_time_and_keeps_the_shell_state(tmp_path):
+    before = time.time()
     out = run_script([
         f"cd {tmp_path}",
         steps.timed("enter", "mkdir sub && cd sub && export MARK=here"),
@@ -19,6 +21,11 @@ def test_a_step_reports_rc_and_wall_time_and_keeps_the_shell_state(tmp_path):
     found = steps.parse(out)
     assert list(found) == ["enter", "sleep", "fail"]
     assert found["enter"].rc == 0 and found["fail"].rc == 1
-    assert 0.15 < found["sleep"].seconds < 2
+    after = time.time()
+    # `sleep 0.2` lasts at least 0.2 s, and the step lies within the script's own run: bounds
+    # that hold on any machine (the margin: two epoch times parsed as floats, ~0.25 µs each)
+    assert found["sleep"].seconds >= 0.2 - 1e-6
+    assert before - 1e-6 <= found["enter"].start <= found["sleep"].start
+    assert found["sleep"].end <= found["fail"].end <= after + 1e-6
     # a step runs in the job's shell: cd and exports carry on, a failure does not stop it
     assert f"pwd={tmp_path}/sub mark=here" in out

@@ -1,8 +1,9 @@
 """The host slot (iostack_rfm.slots) with ReFrame's async policy on `local`: timed checks
 (tag `performance`) run with nothing beside them, not even a build; untimed ones still run
-two at a time. Checks of this file's own (sleeps), so the run takes seconds; every job's
-stderr carries its slot stamps, which give the intervals compared. Without the timed
-checks' hook (`--disable-hook`), the same run has timed jobs beside others: the test can
+two at a time. Checks of this file's own, so the run takes seconds; every job's stderr
+carries its slot stamps, which give the intervals compared. Where a test needs jobs side by
+side, they meet (the first waits until a second has started) rather than sleep and hope.
+Without the timed checks' hook (`--disable-hook`), timed jobs have company: the test can
 fail."""
 import os
 import shutil
@@ -18,8 +19,10 @@ from iostack_rfm import slots
 pytestmark = pytest.mark.skipif(not shutil.which("flock"), reason="flock (util-linux) missing")
 
 CHECKS = textwrap.dedent("""
+    import shlex
+
     import reframe as rfm
-    from reframe.core.builtins import parameter, run_before, sanity_function
+    from reframe.core.builtins import parameter, run_before, sanity_function, variable
     import reframe.utility.sanity as sn
     from iostack_rfm.base import IostackMixin
 
@@ -44,6 +47,20 @@ CHECKS = textwrap.dedent("""
         valid_prog_environs = ['*']
         executable = 'sleep'
         executable_opts = ['1.5']
+        #: wait until this many jobs of the class have started (side by side by
+        #: construction, however slow the machine), instead of sleeping
+        partners = variable(int, value=0)
+
+        @run_before('run')
+        def meet(self):
+            if self.partners:
+                met = f'@RENDEZVOUS@/{type(self).__name__}'
+                self.executable = 'bash'
+                self.executable_opts = [shlex.quote(
+                    f'mkdir -p {met} && touch {met}/$$ && end=$((SECONDS + 600)) && '
+                    f'while [ "$(ls {met} | wc -l)" -lt {self.partners} ]; do '
+                    f'[ $SECONDS -lt $end ] || exit 1; sleep 0.1; done')]
+                self.executable_opts.insert(0, '-c')
 
         @sanity_function
         def ran(self):
@@ -69,7 +86,8 @@ CHECKS = textwrap.dedent("""
 
 def run(tmp_path, *extra):
     (tmp_path / "checks").mkdir(exist_ok=True)
-    (tmp_path / "checks" / "slot_checks.py").write_text(CHECKS)
+    (tmp_path / "checks" / "slot_checks.py").write_text(
+        CHECKS.replace("@RENDEZVOUS@", str(tmp_path / "rendezvous")))
     root = tmp_path / "root"
     env = {**os.environ, **{k: str(v) for k, v in reframe.environment(root).items()}}
     p = subprocess.run(
@@ -94,21 +112,31 @@ def test_timed_jobs_run_alone_and_untimed_ones_together(tmp_path):
         assert [s[0] for s in slots.held(stderrs[name])] == ["shared", "exclusive"], name
     assert all(slots.held(t) for t in stderrs.values())
     assert slots.company(stderrs, timed) == []
-    # the slot does not serialise the rest: some untimed jobs ran side by side
-    untimed = [span for n, t in stderrs.items() if n not in timed for span in slots.held(t)]
-    assert any(a is not b and a[1] < b[2] and b[1] < a[2] for a in untimed for b in untimed)
+
+
+def overlapping(stderrs) -> bool:
+    spans = [span for text in stderrs.values() for span in slots.held(text)]
+    return any(a is not b and a[1] < b[2] and b[1] < a[2] for a in spans for b in spans)
+
+
+def test_the_slot_does_not_serialise_untimed_jobs(tmp_path):
+    """The first untimed job waits until a second has started: they overlap if ReFrame
+    runs them side by side, whatever the machine's speed (else the wait runs out)."""
+    stderrs = run(tmp_path, "-n", "UntimedJob", "-S", "UntimedJob.partners=2")
+    assert len(stderrs) == 3 and overlapping(stderrs)
 
 
 def test_without_the_timed_hook_timed_jobs_have_company(tmp_path):
-    stderrs = run(tmp_path, "--disable-hook=take_the_host_when_timed")
+    stderrs = run(tmp_path, "--disable-hook=take_the_host_when_timed", "-n", "TimedJob",
+                  "-S", "TimedJob.partners=2")
     timed = [n for n in stderrs if n.startswith("TimedJob")]
-    assert all("exclusive" not in stderrs[n] for n in timed)
+    assert len(timed) == 3 and all("exclusive" not in stderrs[n] for n in timed)
     assert slots.company(stderrs, timed)
 
 
 def test_the_commands_are_bash_that_writes_the_stamps(tmp_path):
     script = f"{slots.share_host(tmp_path)}\n{slots.TAKE_HOST}\necho measured\n"
-    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0 and p.stdout == "measured\n"
     assert [mode for mode, *_ in slots.held(p.stderr)] == ["shared", "exclusive"]
     assert (tmp_path / "host-slot.lock").exists()

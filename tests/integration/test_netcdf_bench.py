@@ -62,6 +62,14 @@ def fields_of(line: str) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in line.split())
 
 
+def rounding(phases: list[float]) -> float:
+    """How far the sum of printed phase times can fall below the printed total although
+    the measured total is at most the measured phases' sum: the bench prints seconds with
+    %.6f, each value within half a µs of the measured one (the phases' and the total's),
+    plus the float error of adding them, far below that."""
+    return 0.5e-6 * (len(phases) + 1) + 1e-12
+
+
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory) -> pathlib.Path:
     build = tmp_path_factory.mktemp("nob-build")
@@ -78,7 +86,7 @@ def mpirun(bench: pathlib.Path, *args, np: int = 2, check: bool = True, prefix=(
         cmd.insert(len(prefix) + 1, "--allow-run-as-root")
     env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
     proc = subprocess.run(cmd + [str(bench), *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=1800)
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -67,7 +67,7 @@ class Cluster:
         # Slurm names the node in every step's environment
         env = dict(env or self.env, SLURMD_NODENAME=host)
         proc = subprocess.run(self.command_on(host, TOOL, *args), capture_output=True,
-                              text=True, env=env, timeout=120)
+                              text=True, env=env, timeout=1800)
         if check:
             assert proc.returncode == 0, f"{args}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
         return proc
@@ -225,8 +225,9 @@ def test_layout_from_slurm(cluster, tmp_path):
     assert bad.returncode == 2 and "host list has 3" in bad.stderr
 
 
-def _wait_for_partial(dest: pathlib.Path, name: str, timeout: float = 20.0):
-    """Until rsync's temporary copy of `name` has some bytes in it."""
+def _wait_for_partial(dest: pathlib.Path, name: str, timeout: float = 600.0):
+    """Until rsync's temporary copy of `name` has some bytes in it (the timeout guards a
+    hang only: it is met as soon as the copy starts)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         for p in dest.glob(f".{name}.*"):
@@ -245,14 +246,20 @@ def test_interrupted_fan_out_reruns_to_identical(cluster, sig):
     c.run_on("head", "stage-in", c.shared, c.case)
     big = c.case_on("head") / "constant" / "polyMesh" / "faces"
     big.write_bytes(os.urandom(24 << 20))
-    slow = dict(c.env, NVME_STAGE_RSYNC_OPTS="--bwlimit=6M")
+    slow = dict(c.env, NVME_STAGE_RSYNC_OPTS="--bwlimit=2M")
     proc = subprocess.Popen(c.command_on("head", TOOL, "fan-out", c.case, "n1"), env=slow,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     dest = c.case_on("n1") / "constant" / "polyMesh"
     _wait_for_partial(dest, "faces")
+    # stopped mid-copy, the step cannot finish the copy however slowly this test gets to
+    # the signal; a stopped process gets SIGKILL at once, SIGTERM on SIGCONT, before it
+    # runs another instruction
+    os.killpg(proc.pid, signal.SIGSTOP)
     os.killpg(proc.pid, sig)    # as scancel does: the whole step
-    _, err = proc.communicate(timeout=30)
+    if sig != signal.SIGKILL:
+        os.killpg(proc.pid, signal.SIGCONT)
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode != 0
     if sig == signal.SIGTERM:
         assert "interrupted by SIGTERM" in err

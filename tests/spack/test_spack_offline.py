@@ -1,6 +1,8 @@
 """Offline set-up, source mirrors, signed build caches and bundles, for real, with the
 `local` deployment the tier built from source; and bad input, each refused with one line
 and nothing half-installed."""
+import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -174,13 +176,47 @@ def test_deploy_from_the_buildcache_builds_nothing(short_root, local_deploy, loc
     assert installed_from_cache(p.output) == LOCAL_BUILT - build_only
     assert installed_prefixes(root) == [
         n for n in installed_prefixes(source_root) if not n.startswith(tuple(f"{b}-" for b in build_only))]
+    # the lock fixes every spec: nothing is concretized again
+    assert "==> No new specs to concretize." in p.stdout
     timings["deploy local from the build cache"] = p.seconds
     timings["  cold / from-cache ratio"] = f"{cold.seconds / p.seconds:.1f}"
+    # where each deploy's time went, phase by phase (wall s / CPU s of iostack and Spack)
+    for what, deployed in (("cold", source_root), ("from cache", root)):
+        release = max((deployed / "releases").glob("2*"))
+        phases = json.loads((release / "release.json").read_text())["build_phases"]
+        for phase, spent in phases.items():
+            timings[f"  {what}: {phase} (wall / CPU s)"] = f"{spent['wall_s']:.1f} / {spent['cpu_s']:.1f}"
     # a warm deploy (everything installed) only re-checks and regenerates the modules
     p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression",
                 "--buildcache", local_buildcache)
     assert p.returncode == 0 and built_from_source(p.output) == set()
     timings["deploy local, warm (all installed)"] = p.seconds
+
+
+def test_deploy_from_the_buildcache_refuses_a_lock_that_leaves_specs_to_concretize(
+        tmp_path, short_root, local_buildcache):
+    """A spec of spack.yaml the lock does not fix would be concretized anew, and what it
+    concretizes to may be in no cache: refused in one line, nothing installed."""
+    repo = tmp_path / "repo"
+    files = subprocess.run(["git", "-C", str(paths.REPO), "ls-files", "-z"], capture_output=True,
+                           text=True, check=True).stdout.split("\0")
+    for name in filter(None, files):
+        if (paths.REPO / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(paths.REPO / name, repo / name)
+    manifest = repo / "spack-env" / "sites" / "local" / "spack.yaml"
+    manifest.write_text(manifest.read_text().replace("  - nvme-stage\n", "  - nvme-stage\n  - ecbuild\n"))
+    p = subprocess.run([str(repo / "bin" / "iostack"), "deploy", "--site", "local", "--root",
+                        str(short_root), "--skip-regression", "--buildcache", str(local_buildcache)],
+                       capture_output=True, text=True, timeout=3600,
+                       env={**os.environ, "IOSTACK_VENV": str(paths.venv())})
+    print(p.stdout[-3000:], p.stderr[-3000:])
+    errors = [line for line in p.stderr.splitlines() if line.startswith("iostack: error:")]
+    assert p.returncode == 1 and errors == [
+        "iostack: error: site local's spack.lock does not fix every spec of its spack.yaml, so "
+        "Spack concretized again; a deploy from a build cache installs the lock as it is: "
+        "`bin/iostack lock --update local`, commit, build and push again"]
+    assert "Traceback" not in p.stderr and installed_prefixes(short_root) == []
 
 
 def test_deploy_refuses_a_buildcache_signed_with_an_unknown_key(tmp_path, scratch_cache,
@@ -218,7 +254,7 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
     assert {f"{top}/SHA256SUMS", f"{top}/{pins.SPACK['archive']}",
             f"{top}/{pins.SPACK_PACKAGES['archive']}", f"{top}/iostack/bin/iostack",
             f"{top}/iostack/pins.json"} <= set(names)
-    for part in ("mirror/", "buildcache/", "wheels/", "samples/"):
+    for part in ("mirror/", "buildcache/", "wheels/", "samples/", "sbom/"):
         assert any(n.startswith(f"{top}/{part}") for n in names), part
     # built wheels only: an sdist would need its build requirements on the air-gapped node
     python = [n for n in names if n.startswith(f"{top}/wheels/")]
@@ -230,6 +266,17 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
         with tarfile.open(fileobj=spack_archive) as inner:
             assert inner.pax_headers.get("comment") == pins.SPACK["commit"]
     assert commit
+
+
+def test_bundle_carries_the_sbom_of_the_current_release(local_bundle, local_deploy):
+    root, _ = local_deploy
+    current = (root / "current").resolve()
+    with tarfile.open(local_bundle) as tar:
+        carried = tar.extractfile(f"iostack-bundle-local/sbom/{current.name}.cdx.json").read()
+        sums = tar.extractfile("iostack-bundle-local/SHA256SUMS").read().decode()
+    assert carried == (current / "sbom.cdx.json").read_bytes()
+    # covered by the bundle's sums, so set-up refuses a changed one
+    assert f"  ./sbom/{current.name}.cdx.json" in sums
 
 
 NO_NETWORK_SCRIPT = r"""

@@ -169,10 +169,14 @@ def deployed(tmp_path_factory):
                                stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
             out["deploy3"] = iostack(repo, "deploy", "--root", root, *regression)
-            time.sleep(3)  # let the job load from the new release too
+            # until the job has loaded from the new release too (a hang guard, not a timing)
+            new, give_up = releases.current(root), time.monotonic() + 600
+            while out["deploy3"].returncode == 0 and f"ok releases/{new}" not in job_log.read_text():
+                assert job.poll() is None and time.monotonic() < give_up, job_log.read_text()[-2000:]
+                time.sleep(0.2)
         finally:
             stop.touch()
-            job.wait(timeout=120)
+            job.wait(timeout=600)
     out["r3"] = releases.current(root)
     out["job"] = job_log.read_text().splitlines()
     return repo, root, out

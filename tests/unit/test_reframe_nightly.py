@@ -190,17 +190,34 @@ def test_a_full_file_system_is_named(tmp_path, monkeypatch, capsys):
     assert f"iostack: error: file system /x (/dev/x, xfs) holding {tmp_path}/reframe is full" in out
 
 
+class Clock:
+    """runlock's view of time: monotonic() advances only by what sleep() sleeps, so the
+    waiting is counted in polls, not in how fast the machine runs them."""
+    def __init__(self):
+        self.now, self.slept = 1000.0, []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
 def test_a_second_run_waits_for_the_lock_then_names_its_holder(tmp_path, monkeypatch, capsys):
     lock = tmp_path / "nightly.lock"
-    monkeypatch.setattr(runlock, "POLL", 0.05)
-    with runlock.hold(lock, time.monotonic() + 5):
+    clock = Clock()
+    monkeypatch.setattr(runlock, "time", clock)
+    with runlock.hold(lock, clock.monotonic() + 5):
         assert "since" in lock.read_text() and f"pid {os.getpid()}" in lock.read_text()
         with pytest.raises(Failed) as e:
-            with runlock.hold(lock, time.monotonic() + 0.3):
+            with runlock.hold(lock, clock.monotonic() + 5):
                 pass
+    # it polled every POLL seconds, the last poll cut to the deadline, then gave up
+    assert clock.slept == [runlock.POLL, runlock.POLL, 5 - 2 * runlock.POLL]
     assert e.value.exit_code == 1
     out = capsys.readouterr().out
     assert f"iostack: waiting for the run holding {lock}: pid {os.getpid()} on " in out
     assert "and this run's time is up; nothing was run" in str(e.value)
-    with runlock.hold(lock, time.monotonic() + 1):      # released: taken at once
+    with runlock.hold(lock, clock.monotonic()):      # released: taken at once, no wait
         pass

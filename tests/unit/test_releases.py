@@ -60,7 +60,8 @@ def test_switch_is_a_symlink_rename_and_records_history(tmp_path):
     make_release(tmp_path, IDS[1])
     assert releases.current(tmp_path) is None
     old, seconds = releases.switch(tmp_path, IDS[0])
-    assert old is None and seconds < 5
+    # the time it took is what the history records (to the µs), whatever the machine's speed
+    assert old is None and releases.history(tmp_path)[-1]["seconds"] == round(seconds, 6) >= 0
     assert os.readlink(tmp_path / "current") == f"releases/{IDS[0]}"  # relative: root can move
     old, _ = releases.switch(tmp_path, IDS[1])
     assert old == IDS[0]

@@ -104,11 +104,12 @@ def capture(cmd, env_extra=None, cwd=None, check=False, env_remove: Iterable[str
     return proc
 
 
-def start(cmd, env_extra=None, cwd=None, **popen) -> subprocess.Popen:
+def start(cmd, env_extra=None, cwd=None, env_remove: Iterable[str] = (),
+          **popen) -> subprocess.Popen:
     """Start a command after showing it; the caller waits for it (Popen's own keywords:
     stdout, stderr, pass_fds, text, ...)."""
-    show(cmd, env_extra, cwd)
-    return subprocess.Popen(_argv(cmd), env=environment(env_extra), cwd=cwd, **popen)
+    show(cmd, env_extra, cwd, env_remove)
+    return subprocess.Popen(_argv(cmd), env=environment(env_extra, env_remove), cwd=cwd, **popen)
 
 
 def _tee(stream, collected):

@@ -3,11 +3,14 @@ regression on it, and make it current only if that passes (lib/iostack/deploymen
 
 Order, so that a bad input stops the deploy before anything is installed:
 1. a new release <root>/releases/<id> (the commit and lock it is built from);
-2. concretize (the committed spack.lock) in the release's own copy of the environment;
+2. concretize (the committed spack.lock) in the release's own copy of the environment: with
+   the lock fixing every spec, Spack solves nothing; a deploy from a build cache refuses a
+   lock that does not;
 3. from sources: fetch every source first, checksums verified (`spack fetch --missing`);
    from a build cache (--buildcache): install from it only, signed by keys this node trusts;
 4. install into the deployment's one install tree, then generate the release's Lmod tree,
-   meta-modules, FDB config and Lmod spider cache;
+   meta-modules, FDB config, Lmod spider cache and SBOM (lib/iostack/deployment/sbom.py), each phase
+   timed (wall and CPU seconds, release.json `build_phases`);
 5. the site's nightly regression on the release (unless --skip-regression);
 6. `current` moves to the release if the regression passed (unless --no-switch).
 A release that fails a step keeps its verdict (`build failed`, `failed`) and is never current.
@@ -18,9 +21,9 @@ import pathlib
 import shutil
 from collections.abc import Callable
 
-from iostack.core import paths, process, provenance
+from iostack.core import paths, phases, process, provenance
 from iostack.core.errors import Failed, IostackError
-from iostack.deployment import fdbconfig, lmodcache, releases, roots
+from iostack.deployment import fdbconfig, lmodcache, releases, roots, sbom
 from iostack.spack import config, runner
 
 
@@ -79,31 +82,60 @@ def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
         lmodcache.present_as(release.path, seen_as)
 
 
+#: what `spack concretize` says when the environment's lock already fixes every spec
+LOCK_COVERS_ALL = "No new specs to concretize"
+
+
+def write_sbom(release: releases.Release) -> None:
+    print(f"iostack: SBOM (CycloneDX 1.6): {sbom.write(release)}")
+
+
 def build(site: str, root: pathlib.Path, release: releases.Release,
           buildcache: pathlib.Path | None = None) -> None:
     """Install the site's lock into the shared install tree and make the release's trees."""
     rel = release.path
-    runner.checked(["concretize"], root, site=site, release=rel, what=f"concretizing site {site}")
+    timer = phases.Timer()
+    with timer("concretize"):
+        concretized = runner.spack(["concretize"], root, site=site, release=rel, check=False,
+                                   capture=True, capture_stderr=True)
+    print(concretized.stdout, end="")
+    if concretized.returncode != 0:
+        raise Failed(f"concretizing site {site} failed: {runner.error_line(concretized.stderr)}")
+    if buildcache and LOCK_COVERS_ALL not in concretized.stdout:
+        # what a build cache holds was built from the lock: a spec concretized now may be
+        # in no cache, and the lock no longer says what the release is
+        raise Failed(f"site {site}'s spack.lock does not fix every spec of its spack.yaml, so "
+                     f"Spack concretized again; a deploy from a build cache installs the lock as "
+                     f"it is: `bin/iostack lock --update {site}`, commit, build and push again")
     if buildcache:
         use_buildcache(root, buildcache)
-        runner.checked(["install", "--fail-fast", "--use-buildcache", "only"], root, site=site,
-                      release=rel, what=f"installing site {site} from the build cache {buildcache}")
+        with timer("install"):
+            runner.checked(["install", "--fail-fast", "--use-buildcache", "only"], root,
+                           site=site, release=rel,
+                           what=f"installing site {site} from the build cache {buildcache}")
     else:
-        fetch = runner.spack(["fetch", "--missing"], root, site=site, release=rel, check=False,
-                            capture_stderr=True)
+        with timer("fetch"):
+            fetch = runner.spack(["fetch", "--missing"], root, site=site, release=rel,
+                                 check=False, capture_stderr=True)
         # Spack fails the fetch of an environment whose specs are all installed (a release
         # of a lock an earlier release installed): nothing to fetch, go on
         if fetch.returncode and "No uninstalled specs" not in fetch.stderr:
             raise Failed(f"fetching the sources of site {site} failed: "
                          f"{runner.error_line(fetch.stderr)}")
-        runner.checked(["install", "--fail-fast"], root, site=site, release=rel,
-                      what=f"installing site {site}")
-    runner.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
-                  release=rel, what="generating the Lmod tree")
-    install_meta_modules(rel)
-    render_fdb_config(rel, root / "var" / "fdb")
-    write_spider_cache(release, root)
+        with timer("install"):
+            runner.checked(["install", "--fail-fast"], root, site=site, release=rel,
+                           what=f"installing site {site}")
+    with timer("modules"):
+        runner.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
+                       release=rel, what="generating the Lmod tree")
+        install_meta_modules(rel)
+        render_fdb_config(rel, root / "var" / "fdb")
+    with timer("spider cache"):
+        write_spider_cache(release, root)
     releases.record(release, modulefiles_sha256=releases.tree_digest(release.modulefiles))
+    with timer("sbom"):
+        write_sbom(release)
+    releases.record(release, build_phases=timer.record())
 
 
 Regression = Callable[[pathlib.Path, list[str]], int]

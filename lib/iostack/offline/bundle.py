@@ -10,6 +10,8 @@ four entries only):
     buildcache/                         a signed Spack build cache (optional)
     wheels/                             the Python tools of requirements.txt (optional)
     samples/                            the published GRIB the nightly checks use (optional)
+    sbom/                               the CycloneDX SBOM of the deployment's current release
+                                        (<release id>.cdx.json), what the build cache holds
     iostack/                            this repository at one commit (optional)
 
 `bin/iostack setup --spack-bundle DIR` verifies it, unpacks Spack and spack-packages into
@@ -33,7 +35,7 @@ SUMS = "SHA256SUMS"
 # Payload a bundle may hold besides SHA256SUMS; every file in them must be covered by it.
 # (iostack/ is checked file by file against its sums, but may gain files: set-up makes .venv
 # and deploy/ inside it.)
-CHECKED_DIRS = ("mirror", "buildcache", "wheels", "samples")
+CHECKED_DIRS = ("mirror", "buildcache", "wheels", "samples", "sbom")
 COMMIT_MARKER = ".iostack-commit"
 
 
@@ -204,6 +206,21 @@ def write_sums(top: pathlib.Path) -> None:
     (top / SUMS).write_text("\n".join(lines) + "\n")
 
 
+def carry_sbom(root: pathlib.Path, dest: pathlib.Path) -> None:
+    """The current release's SBOM (deploy wrote it), for the security office of the node
+    the bundle goes to."""
+    from iostack.deployment import releases, sbom
+
+    current = releases.current(root)
+    doc = releases.releases_dir(root) / current / sbom.SBOM if current else None
+    if doc is None or not doc.is_file():
+        print(f"iostack: note: no SBOM in the bundle: {root} has no current release with one "
+              "(bin/iostack deploy writes it)")
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(doc, dest / f"{current}.cdx.json")
+
+
 def write(site: str, root: pathlib.Path, out: pathlib.Path,
           buildcache: pathlib.Path | None = None) -> pathlib.Path:
     """One tar file, iostack-bundle-<site>/ inside, laid out as the module docstring says."""
@@ -243,6 +260,7 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
 
     for name in samples.SOURCES:
         samples.fetch(name, top / "samples")
+    carry_sbom(root, top / "sbom")
     write_sums(top)
     partial = out.with_name(out.name + ".partial")
     with tarfile.open(partial, "w") as tar:

@@ -123,7 +123,7 @@ def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
 def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, system: str,
             root: pathlib.Path, mode: str, extra) -> int:
     """The run's exit code, with one line saying what is wrong when it is not ReFrame's."""
-    state = root / "reframe"
+    state = reframe.state_dir(root)
     if outcome.timed_out:
         print(f"iostack: error: mode {mode} ran out of its wall-clock bound "
               f"({_duration(MODES[mode].wall_clock_seconds)}, lib/iostack/regression/nightly.py MODES): "
@@ -179,9 +179,11 @@ def require_node_packages(extra=()) -> None:
 
 def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly") -> int:
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
-    state = roots.require_writable(root, "reframe")
+    state_dir = reframe.state_dir(root)
+    state = roots.require_writable(state_dir.parent, state_dir.name)
     # one run at a time on a deployment, whichever of its releases each tests
-    shared = roots.require_writable(layout.deployment_of(root), "reframe")
+    shared = state if os.environ.get(reframe.STATE_ENV) else \
+        roots.require_writable(layout.deployment_of(root), "reframe")
     require_node_packages(extra)
     with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
         preflight(site, system, root, mode)

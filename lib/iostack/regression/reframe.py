@@ -41,6 +41,24 @@ def lmod_cmd():
     raise IostackError("Lmod not found: install it (Debian: apt-get install lmod) or set LMOD_CMD")
 
 
+#: where runs write instead of <tree>/reframe (`nightly --state`: a read-only tree, such as
+#: a release mounted from its image)
+STATE_ENV = "IOSTACK_STATE"
+
+
+def state_dir(root_dir: pathlib.Path) -> pathlib.Path:
+    """Where a run on `root_dir` writes its stage, output, perflogs and reports."""
+    moved = os.environ.get(STATE_ENV)
+    return pathlib.Path(moved) if moved else root_dir / "reframe"
+
+
+def use_state_dir(state: pathlib.Path) -> None:
+    """Runs of this process write under `state`, their results DB too (unless
+    RFM_SQLITE_DB_FILE says where)."""
+    os.environ[STATE_ENV] = str(state)
+    os.environ.setdefault("RFM_SQLITE_DB_FILE", str(state / "results.db"))
+
+
 def environment(root_dir: pathlib.Path) -> dict:
     modulepath = str(root_dir / "modulefiles" / "Core")
     if os.environ.get("MODULEPATH"):
@@ -52,7 +70,7 @@ def environment(root_dir: pathlib.Path) -> dict:
         # and iostack_rfm, whichever the venv has installed
         "PYTHONPATH": os.pathsep.join(filter(None, [paths.job_pythonpath(),
                                                     os.environ.get("PYTHONPATH")])),
-        "IOSTACK_RFM_STATE": root_dir / "reframe",
+        "IOSTACK_RFM_STATE": state_dir(root_dir),
         # the deployment the checks test (the smoke check looks for its module tree)
         "IOSTACK_ROOT": root_dir,
     }
@@ -70,7 +88,7 @@ def command(system: str, root_dir: pathlib.Path, mode=None) -> list:
         if not found:
             raise IostackError("ReFrame not found: run bin/iostack setup")
         exe = found
-    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", system, "--prefix", root_dir / "reframe"]
+    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", system, "--prefix", state_dir(root_dir)]
     return cmd + (["--mode", mode] if mode else [])
 
 

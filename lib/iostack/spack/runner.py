@@ -7,6 +7,7 @@ are never read (SPACK_DISABLE_LOCAL_CONFIG). Spack's own installation scopes
 Spack that carries configuration there (an auto-detected compiler, say) is refused: a
 site's configuration is the repository's, plus the mirrors set-up registered.
 """
+import hashlib
 import os
 import pathlib
 import re
@@ -66,6 +67,17 @@ def locate() -> tuple[pathlib.Path, pathlib.Path]:
     return root, pkgs
 
 
+def misc_cache(spack_root: pathlib.Path, pkgs: pathlib.Path) -> pathlib.Path:
+    """Spack's misc cache (its repositories' provider, patch and tag indexes, detected
+    compilers), shared by every deployment root this checkout deploys on this node: indexing
+    spack-packages' recipes takes a minute of CPU, once, not once per root (it was most of a
+    deploy from a build cache into a new root). Keyed by the repositories' paths: Spack
+    trusts an index whose recipes are older than it, so checkouts must not share one."""
+    key = hashlib.sha256("\0".join(map(str, (spack_root.resolve(), pkgs.resolve(),
+                                              paths.REPO.resolve()))).encode()).hexdigest()
+    return paths.cache() / "spack-misc" / key[:16]
+
+
 def environment(root_dir: pathlib.Path, release: pathlib.Path | None = None) -> dict:
     """Variables every spack call gets; the site configs refer to the IOSTACK_* ones.
     `release`: the release being built (its environment and module tree; see releases.py)."""
@@ -77,6 +89,7 @@ def environment(root_dir: pathlib.Path, release: pathlib.Path | None = None) -> 
         "SPACK_PYTHON": venv_bin / "python",
         "SPACK_DISABLE_LOCAL_CONFIG": "1",
         "SPACK_USER_CACHE_PATH": root_dir / "cache" / "user",
+        "IOSTACK_SPACK_MISC_CACHE": misc_cache(spack_root, pkgs),
         # build cache keys this node trusts (and signs with), outside the Spack tree
         "SPACK_GNUPGHOME": paths.cache() / "gpg",
         # spack-env/common/mirrors.yaml includes the mirrors set-up registered there
