@@ -133,10 +133,10 @@ class Findings:
             part = scontrol_fields(line)
             node = next((n for n in nodes if part["PartitionName"] in
                          n.get("Partitions", "").split(",")), {})
-            number = lambda key: int(node[key]) if node.get(key, "").isdigit() else None  # noqa: E731
+            sockets, cores, threads = (int(node[key]) if node.get(key, "").isdigit() else None
+                                       for key in ("Sockets", "CoresPerSocket", "ThreadsPerCore"))
             out.append(SlurmNodes(part["PartitionName"], part.get("Nodes", ""),
-                                  number("Sockets"), number("CoresPerSocket"),
-                                  number("ThreadsPerCore")))
+                                  sockets, cores, threads))
         return out
 
 

@@ -258,3 +258,10 @@ def test_the_command_shows_what_it_found_and_a_dry_run_writes_nothing():
     assert "netcdf-c@4.9.3+mpi" in p.stdout
     assert "--dry-run: would write" in p.stdout
     assert not (paths.REPO / "sites" / "trixie-node.yaml").exists()
+
+
+def test_site_init_looks_for_every_external_local_takes():
+    """Site init searches for what the stack takes from the system: local's externals."""
+    local = yaml.safe_load((paths.SPACK_ENV_SITES / "local" / "packages.yaml").read_text())
+    taken = {name for name, entry in local["packages"].items() if entry.get("externals")}
+    assert taken - {"gcc"} <= set(siteinit.STACK_EXTERNALS)

@@ -15,9 +15,11 @@ def pkgconfig_of(library: str) -> dict[str, str]:
     for pc in sorted(glob.glob(os.path.join(os.path.dirname(library), "pkgconfig", "*.pc"))):
         with open(pc) as f:
             entries = dict(re.findall(r"^([\w.]+)\s*[:=]\s*(.*?)\s*$", f.read(), re.M))
-        values = {}
+        values: dict[str, str] = {}
         for key, value in entries.items():
-            values[key] = re.sub(r"\$\{(\w+)\}", lambda m: values.get(m.group(1), ""), value)
+            # ${var}: a variable defined above it
+            values[key] = re.sub(r"\$\{(\w+)\}", lambda m, known=values: known.get(m.group(1), ""),
+                                 value)
         if re.search(rf"(^|\s)-l{re.escape(name)}(\s|$)", values.get("Libs", "")):
             return values
     return {}
