@@ -20,9 +20,9 @@ class NetcdfOutputBench(CMakePackage):
     # the iostack commit is what pins it and no sha256 exists. The version must
     # match project(VERSION) in its CMakeLists.txt (checked before configuring).
     has_code = False
-    version("1.1.0")
+    version("1.1.1")
     # sha256 of src/netcdf-output-bench per version (in_repo.tree_sha256): a changed source needs a new one
-    SOURCE_SHA256 = {"1.1.0": "4d3e243862e5b80da7c7ade884ad2e47d8a7d846714ee0fb2d96e564fcbbfd5c"}
+    SOURCE_SHA256 = {"1.1.1": "5017e16d0915c210c8ac7c0b1bdf1cc9e7ea5fbaaaa39ad70a34669422b4fc36"}
 
     depends_on("c", type="build")
     depends_on("cmake@3.18:", type="build")
