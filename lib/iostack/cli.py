@@ -49,6 +49,8 @@ def cmd_deploy(args):
     site = sites.check_site(args.site)
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
+    if not args.skip_regression:
+        nightly.require_node_packages(args.reframe_args)
 
     def regression(tree, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check

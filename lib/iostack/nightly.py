@@ -24,12 +24,11 @@ import datetime
 import hashlib
 import os
 import pathlib
-import subprocess
 import time
 from typing import NamedTuple
 
 from iostack import (filesystems, paths, reframe, references, releases, results, roots, runlock,
-                     sites, stack)
+                     sites, stack, syspkgs)
 from iostack.run import die
 
 RC_NO_TESTS = 3
@@ -169,12 +168,25 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, syst
     return outcome.rc or RC_NOT_STORED
 
 
+def require_node_packages(extra=()) -> None:
+    """The whole regression runs tools a deploy-only node lacks (system-packages.toml,
+    `nightly`): refuse before anything runs, unless the run selects its checks."""
+    selected = any(a in ("-n", "--name", "-x", "--exclude", "-t", "--tag") or
+                   a.startswith(("--name=", "--exclude=", "--tag=")) for a in map(str, extra))
+    missing = syspkgs.missing_on_this_node("nightly")
+    if missing and not selected:
+        die(f"the nightly's checks run {', '.join(missing)}, which this node lacks: "
+            "`bin/iostack setup --with nightly` installs them, or select checks "
+            "(-- -n CHECK), or deploy with --skip-regression")
+
+
 def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
         local_slurm: bool = False) -> int:
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
     state = roots.require_writable(root, "reframe")
     # one run at a time on a deployment, whichever of its releases each tests
     shared = roots.require_writable(releases.deployment_of(root), "reframe")
+    require_node_packages(extra)
     with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
         preflight(site, system, root, mode)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

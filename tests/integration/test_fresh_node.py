@@ -8,7 +8,6 @@ is shared with the Spack tier's fresh-node deploy (tests/spack/test_spack_fresh_
 from __future__ import annotations
 
 import hashlib
-import pathlib
 import shutil
 import subprocess
 import tarfile
