@@ -28,9 +28,8 @@ import tarfile
 import time
 import zipfile
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "lib"))
-from iostack import paths  # noqa: E402
+# iostack: the venv's, or the job's PYTHONPATH (iostack.core.paths.job_pythonpath)
+from iostack.core import archives, paths
 
 PACKAGES = ("ecbuild", "eckit", "metkit", "fdb")
 VERSIONS = {"ecbuild": "3.7.2", "eckit": "1.28.8", "metkit": "1.11.22", "fdb": "5.13.106"}
@@ -72,7 +71,7 @@ def mirror() -> pathlib.Path:
 
 
 def recipe(package: str) -> pathlib.Path:
-    ours = REPO / "packages" / "spack_repo" / "iostack" / "packages" / package / "package.py"
+    ours = paths.REPO / "packages" / "spack_repo" / "iostack" / "packages" / package / "package.py"
     if ours.is_file():
         return ours
     builtin = pathlib.Path(os.environ.get("IOSTACK_SPACK_PACKAGES") or paths.cache() / "spack-packages")
@@ -108,9 +107,7 @@ def unpack(package: str, work: pathlib.Path) -> pathlib.Path:
     if not (src / "CMakeLists.txt").is_file():
         src.parent.mkdir(parents=True, exist_ok=True)
         with tarfile.open(archive(package)) as tar:
-            # the "data" filter (no absolute paths or links out) where Python has it (3.11.4+)
-            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tar.extractall(src.parent, **safe)
+            archives.extract(tar, src.parent)   # nothing lands or points outside it
     if not (src / "CMakeLists.txt").is_file():
         raise BuildError(f"{package}: the archive did not unpack into {src}")
     return src

@@ -4,18 +4,21 @@ import os
 import pathlib
 import sys
 
-from iostack import paths, sites, spack
-from iostack.run import die, run
+from iostack.core import paths
+from iostack.core.errors import IostackError
+from iostack.core.process import run
+from iostack.site import facts
+from iostack.spack import runner
 
 
 def cmd_setup(args):
-    from iostack import setup
+    from iostack.offline import setup
 
     return setup.main(args)
 
 
 def cmd_test(args):
-    from iostack import setup
+    from iostack.offline import setup
 
     setup.for_tests()  # the tests' system packages and Python tools, as set-up installs them
     python = paths.venv() / "bin" / "python"
@@ -23,31 +26,29 @@ def cmd_test(args):
 
 
 def cmd_sites(args):
-    for site in sites.spack_sites():
+    for site in facts.spack_sites():
         print(site)
     return 0
 
 
-def _spack_or_die():
-    try:
-        spack.locate()
-    except spack.SpackMissing as e:
-        die(str(e))
+def _require_spack():
+    runner.locate()  # SpackMissing says what is missing
 
 
 def cmd_spack(args):
-    sites.check_site(args.site)
-    _spack_or_die()
+    facts.check_site(args.site)
+    _require_spack()
     root = paths.deploy_root(args.site, args.root)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
-    return spack.spack(spack_args, root, site=args.site, check=False).returncode
+    return runner.spack(spack_args, root, site=args.site, check=False).returncode
 
 
 def cmd_deploy(args):
-    from iostack import deploy, nightly, releases
+    from iostack.deployment import deploy
+    from iostack.regression import nightly
 
-    site = sites.check_site(args.site)
-    _spack_or_die()
+    site = facts.check_site(args.site)
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     if not args.skip_regression:
         nightly.require_node_packages(args.reframe_args)
@@ -56,55 +57,43 @@ def cmd_deploy(args):
         # the same run as the nightly: session extras, results DB, zero-test-case check
         return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode)
 
-    try:
-        return deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache),
-                             None if args.skip_regression else regression,
-                             switch=not args.no_switch)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    return deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache),
+                         None if args.skip_regression else regression,
+                         switch=not args.no_switch)
 
 
 def cmd_releases(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
-    try:
-        if not releases.listing(root):
-            print(f"iostack: no releases in {releases.releases_dir(root)}: "
-                  f"bin/iostack deploy --site {site} makes one")
-            return 0
-        print(releases.table(root))
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    if not releases.listing(root):
+        print(f"iostack: no releases in {releases.releases_dir(root)}: "
+              f"bin/iostack deploy --site {site} makes one")
+        return 0
+    print(releases.table(root))
     return 0
 
 
 def cmd_switch(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
-    try:
-        old, seconds = releases.switch(root, args.release, force=args.force)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    old, seconds = releases.switch(root, args.release, force=args.force)
     print(f"iostack: current: {old or '(none)'} -> {args.release} ({seconds * 1000:.1f} ms)")
     return 0
 
 
 def cmd_prune(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     if not (args.keep_installs or args.dry_run):
-        _spack_or_die()
-    try:
-        gone, kept = releases.prune(root, args.keep, dry_run=args.dry_run,
-                                    garbage=not args.keep_installs)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+        _require_spack()
+    gone, kept = releases.prune(root, args.keep, dry_run=args.dry_run,
+                                garbage=not args.keep_installs)
     what = "would remove" if args.dry_run else "removed"
     print(f"iostack: {what} {len(gone)} release(s): {', '.join(gone) or 'none'}; "
           f"kept {len(kept)}: {', '.join(kept)}")
@@ -112,21 +101,43 @@ def cmd_prune(args):
 
 
 def cmd_mirror_create(args):
-    from iostack import mirrors
+    from iostack.spack import mirrors
 
-    site = sites.check_site(args.site)
-    _spack_or_die()
+    site = facts.check_site(args.site)
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "mirror"
     mirrors.create_source_mirror(site, root, dest)
     return 0
 
 
-def cmd_buildcache_push(args):
-    from iostack import mirrors
+def cmd_mirror_register(args):
+    from iostack.spack import config
 
-    site = sites.check_site(args.site)
-    _spack_or_die()
+    def named(value: str) -> tuple[str, str]:
+        name, sep, url = value.partition("=")
+        if not (sep and name and url):
+            raise IostackError(f"{value!r}: give a mirror as NAME=URL")
+        return name, url
+
+    mirrors = [config.Mirror(*named(v), binary=False) for v in args.source]
+    mirrors += [config.Mirror(*named(v), binary=True, signed=not args.unsigned)
+                for v in args.buildcache]
+    path = config.registered_mirrors_file()
+    text = config.mirrors_yaml(mirrors, replace=args.only, written_by="`bin/iostack mirror register`")
+    if path.is_file() and path.read_text() == text:
+        print(f"iostack: {path}: unchanged")
+        return 0
+    config.write_mirrors(path, mirrors, replace=args.only, written_by="`bin/iostack mirror register`")
+    print(f"iostack: {path}: written ({len(mirrors)} mirror(s), every site on this node uses them)")
+    return 0
+
+
+def cmd_buildcache_push(args):
+    from iostack.spack import mirrors
+
+    site = facts.check_site(args.site)
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "buildcache"
     mirrors.push(site, root, dest, pathlib.Path(args.key).resolve() if args.key else None)
@@ -134,10 +145,10 @@ def cmd_buildcache_push(args):
 
 
 def cmd_bundle(args):
-    from iostack import bundle
+    from iostack.offline import bundle
 
-    site = sites.check_site(args.site)
-    _spack_or_die()
+    site = facts.check_site(args.site)
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     bundle.write(site, root, pathlib.Path(args.output).resolve(),
                  pathlib.Path(args.buildcache).resolve() if args.buildcache else None)
@@ -145,26 +156,22 @@ def cmd_bundle(args):
 
 
 def cmd_nightly(args):
-    from iostack import nightly, releases
+    from iostack.deployment import releases
+    from iostack.regression import nightly
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     # a deployment with releases: the current one (resolved: a switch does not move the run)
     tree = releases.tree_under_test(paths.deploy_root(site, args.root))
     return nightly.run(site, args.system or site, tree,
                        extra=[*releases.session_extras(tree), *args.reframe_args],
-                       mode=args.mode, local_slurm=args.local_slurm)
-
-
-def cmd_cluster(args):
-    from iostack import cluster
-
-    return cluster.run(args)
+                       mode=args.mode)
 
 
 def cmd_report(args):
-    from iostack import report, roots
+    from iostack.deployment import roots
+    from iostack.regression import report
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     roots.require_results(root, site)
     out = pathlib.Path(args.out).resolve() if args.out else None
@@ -172,9 +179,10 @@ def cmd_report(args):
 
 
 def cmd_record_baseline(args):
-    from iostack import baseline, roots
+    from iostack.deployment import roots
+    from iostack.regression import baseline
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     roots.require_results(root, site)
     refs = pathlib.Path(args.references_dir).resolve() if args.references_dir else None
@@ -183,35 +191,34 @@ def cmd_record_baseline(args):
 
 
 def cmd_store_report(args):
-    from iostack import results
+    from iostack.deployment import layout
+    from iostack.regression import results
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     if not (root / "reframe").is_dir():
-        die(f"no deployment root at {root} (no {root / 'reframe'}): check --root / IOSTACK_ROOT")
+        raise IostackError(f"no deployment root at {root} (no {root / 'reframe'}): check --root / "
+                           "IOSTACK_ROOT")
     for report in args.reports:
         uuid = results.store(args.system or site, root, pathlib.Path(report).resolve())
-        print(f"iostack: session {uuid} of {report} stored in {results.db_path(root)}")
+        print(f"iostack: session {uuid} of {report} stored in {layout.results_db(root)}")
     return 0
 
 
 def cmd_site_init(args):
-    from iostack import siteinit
+    from iostack.offline import siteinit
 
-    try:
-        return siteinit.main(args.name, dry_run=args.dry_run, record=args.record,
-                             records=args.from_records, description=args.description)
-    except siteinit.SiteInitError as e:
-        die(str(e))
+    return siteinit.main(args.name, dry_run=args.dry_run, record=args.record,
+                         records=args.from_records, description=args.description)
 
 
 def cmd_lock(args):
-    from iostack import locks
+    from iostack.spack import locks
 
-    _spack_or_die()
-    chosen = args.sites or sites.spack_sites()
+    _require_spack()
+    chosen = args.sites or facts.spack_sites()
     for site in chosen:
-        sites.check_site(site)
+        facts.check_site(site)
     print(f"iostack: concretizing {', '.join(chosen)} from scratch (side by side)", flush=True)
     failed = 0
     for site, result in locks.fresh_locks(chosen).items():
@@ -302,17 +309,8 @@ def parser():
     site_args(p)
     p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
     p.add_argument("--mode", default="nightly", help="ReFrame mode (nightly, weekly)")
-    p.add_argument("--local-slurm", action="store_true",
-                   help="start a throwaway single-node Slurm for the run (root; for --system "
-                        "local-slurm without a configured Slurm)")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
     p.set_defaults(func=cmd_nightly)
-
-    p = sub.add_parser("cluster", help="a throwaway multi-node Slurm cluster on this machine "
-                       "(ReFrame system local-cluster; root)")
-    from iostack.cluster import add_arguments
-    add_arguments(p)
-    p.set_defaults(func=cmd_cluster)
 
     p = sub.add_parser("report", help="HTML page and charts of the stored nightly results")
     site_args(p)
@@ -371,6 +369,16 @@ def parser():
     site_args(p)
     p.add_argument("-d", "--directory", help="where (default: <root>/mirror)")
     p.set_defaults(func=cmd_mirror_create)
+    p = msub.add_parser("register", help="the mirrors and build caches every site on this node "
+                                         "uses (<cache>/spack-config/mirrors.yaml)")
+    p.add_argument("--source", action="append", default=[], metavar="NAME=URL",
+                   help="a source mirror (repeatable)")
+    p.add_argument("--buildcache", action="append", default=[], metavar="NAME=URL",
+                   help="a binary build cache (repeatable)")
+    p.add_argument("--unsigned", action="store_true", help="its binaries are not signed")
+    p.add_argument("--only", action="store_true",
+                   help="these and no other, not even Spack's public mirror (mirrors::)")
+    p.set_defaults(func=cmd_mirror_register)
 
     p = sub.add_parser("buildcache", help="a site's signed binary build cache")
     bsub = p.add_subparsers(dest="buildcache_command", required=True)
@@ -399,9 +407,14 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     try:
+        paths.require_repo()
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except IostackError as e:
+        # the one place a failure becomes a line and an exit status
+        print(f"iostack: error: {e}", file=sys.stderr)
+        return e.exit_code
     except OSError as e:
         # A path the operator gave that cannot be used (read-only, missing, full) is one
         # line naming the path; other exceptions are bugs and keep their traceback.

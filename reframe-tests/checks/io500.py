@@ -20,6 +20,8 @@ a 5-s stonewall and sizes a few hundred MiB on the node's disk: every phase stil
 the score is still recomputed and cross-checked, but it is a health check, not a listable
 result.
 """
+from typing import Any
+
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function
@@ -31,8 +33,8 @@ from iostack_rfm.base import AppCheck, parsed
 SMALL_NODE_STONEWALL = 5
 # Per rank, so that a 2-core node's two ranks write a few hundred MiB in all: IOR easy's
 # block, IOR hard's 47,008-byte segments, mdtest's files.
-SMALL_NODE_SIZES = dict(ior_easy_block='128m', ior_hard_segments=2000,
-                        mdtest_easy_files=5000, mdtest_hard_files=2000)
+SMALL_NODE_SIZES: dict[str, Any] = dict(ior_easy_block='128m', ior_hard_segments=2000,
+                                        mdtest_easy_files=5000, mdtest_hard_files=2000)
 
 
 @rfm.simple_test

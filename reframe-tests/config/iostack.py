@@ -1,5 +1,5 @@
 # ReFrame configuration for iostack: the systems of each site's facts file (sites/<site>.yaml,
-# read through iostack.sites: host names, processors, Slurm partitions, scratch), with the
+# read through iostack.site.facts: host names, processors, Slurm partitions, scratch), with the
 # names of spack-env/sites/ and ansible/inventories/; `local-slurm` is the local site behind a
 # single-node Slurm.
 #
@@ -42,23 +42,19 @@
 #                        which NFS and Lustre do not give reliably: on sites whose root is
 #                        on such a file system point it at a local disk of the login node.
 import os
-import pathlib
 import sys
 
 from reframe.utility.cpuinfo import cpuinfo
 
-# The checks import iostack (lib/, the domain code bin/iostack shares) and iostack_rfm
-# (beside this directory).
-_LIB = pathlib.Path(__file__).resolve().parents[2] / 'lib'
-if str(_LIB) not in sys.path:
-    sys.path.insert(0, str(_LIB))
-from iostack import paths, sites  # noqa: E402
+# The checks import iostack (the domain code bin/iostack shares) and iostack_rfm: installed
+# in the venv by set-up (pyproject.toml), or the checkout's own on the PYTHONPATH that
+# `bin/iostack nightly` gives ReFrame (iostack.regression.reframe.environment).
+import iostack_rfm.launchers  # noqa: F401  (registers launcher `mpirun-ranks`)
+from iostack.core import paths
+from iostack.site import facts as site_facts
+from iostack_rfm import slots
 
 _RFM_ROOT = paths.REFRAME_DIR
-if str(_RFM_ROOT) not in sys.path:
-    sys.path.insert(0, str(_RFM_ROOT))
-import iostack_rfm.launchers  # noqa: E402,F401  (registers launcher `mpirun-ranks`)
-from iostack_rfm import slots  # noqa: E402
 
 # Default under reframe-tests/output/ (git-ignored) for runs by hand.
 _STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT / 'output'))
@@ -108,14 +104,14 @@ _LOCAL_PREPARE += [slots.share_host(_STATE)]
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
 _OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
 
-_LOCAL = sites.load('local')
-_CRAY_EX = sites.load('cray-ex')
-_OCI = sites.load('oci-bm-optimized3')
+_LOCAL = site_facts.load('local')
+_CRAY_EX = site_facts.load('cray-ex')
+_OCI = site_facts.load('oci-bm-optimized3')
 # The sites whose systems are written below; every other site (one `bin/iostack site init`
-# wrote) gets its system from its facts alone (_facts_system). sites.reframe_systems()
+# wrote) gets its system from its facts alone (_facts_system). site_facts.reframe_systems()
 # reads this list.
 _WRITTEN_HERE = ['local', 'cray-ex', 'oci-bm-optimized3']
-_FROM_FACTS = [sites.load(name) for name in sites.names() if name not in _WRITTEN_HERE]
+_FROM_FACTS = [site_facts.load(name) for name in site_facts.names() if name not in _WRITTEN_HERE]
 
 
 def _slurm_partition(facts, group, features, **settings):
@@ -150,8 +146,8 @@ def _oci_partition(nps):
     )
 
 
-# local-cluster: this machine as a multi-node Slurm cluster (`bin/iostack cluster up`,
-# lib/iostack/cluster.py), nodes as ansible/inventories/local-cluster describes them, each
+# local-cluster: this machine as a multi-node Slurm cluster (`iostack-testbed cluster up`,
+# tools/testbed/iostack_testbed/cluster.py), nodes as ansible/inventories/local-cluster describes them, each
 # with its own XFS at the OCI scratch path. Partitions are named as on OCI, one per NPS
 # (Slurm partitions compute-nps1/-nps2). Every node claims this machine's CPUs.
 def _local_cluster_partition(nps):
@@ -238,7 +234,7 @@ site_configuration = {
             ],
         },
         {
-            # The local site's stack behind a single-node Slurm (lib/iostack/slurm.py
+            # The local site's stack behind a single-node Slurm (tools/testbed/iostack_testbed/slurm.py
             # starts one; SLURM_CONF points at it). `squeue`, not `slurm`: there is no
             # accounting database for sacct.
             'name': 'local-slurm',
@@ -263,7 +259,7 @@ site_configuration = {
                     'extras': {'mpi_launcher_options': ['--mpi=pmix'],
                                'mem_per_node': _LOCAL_MEM_MIB},
                     # PMIx keeps a directory per job step, /tmp/spmix_appdir_<uid>_<job>.<step>
-                    # by default; each throwaway cluster (lib/iostack/slurm.py) numbers its
+                    # by default; each throwaway cluster (tools/testbed/iostack_testbed/slurm.py) numbers its
                     # jobs from 1, so a leftover directory fails a later cluster's step: keep
                     # them in the cluster's own state directory, beside its slurm.conf
                     'env_vars': _LOCAL_MPI_ENV + [
@@ -273,7 +269,7 @@ site_configuration = {
         },
         {
             'name': 'local-cluster',
-            'descr': 'this machine as a multi-node Slurm cluster (bin/iostack cluster up)',
+            'descr': 'this machine as a multi-node Slurm cluster (iostack-testbed cluster up)',
             'hostnames': [],
             'modules_system': 'lmod',
             'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],

@@ -2,12 +2,13 @@
 environment against the environment's libraries (on the local site Debian's; on clusters
 the modules its `extras['app_modules']` name for the fixture's features)."""
 import os
+from typing import Any
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before, sanity_function, variable
 
-from iostack import paths
+from iostack.core import paths
 from iostack_rfm.base import IostackMixin
 
 
@@ -16,7 +17,8 @@ class GribGenBuild(rfm.CompileOnlyRegressionTest):
     environment's ecCodes."""
 
     descr = 'build gribgen (ecCodes C API)'
-    build_system = 'SingleSource'
+    # ReFrame turns the name into its build system object (ReFrame has no type information)
+    build_system: Any = 'SingleSource'
     sourcesdir = str(paths.RFM_SRC / 'gribgen')
     sourcepath = 'gribgen.c'
     executable = 'gribgen'
@@ -41,7 +43,7 @@ class CMakeBuild(IostackMixin, rfm.CompileOnlyRegressionTest):
     """Configure and build a CMake project of src/ out of source; `program` is the target
     the checks run, at `program_path`."""
 
-    build_system = 'CMake'
+    build_system: Any = 'CMake'
     #: the target executable, relative to the build directory
     program = variable(str)
     build_type = variable(str, value='Release')

@@ -103,7 +103,7 @@ _SYNC_CALL = re.compile(r'^(?:\d+\s+)?(fdatasync|fsync|syncfs|sync)\((?:\d+<([^>
 def sync_calls(text: str) -> collections.Counter:
     """(call, file) -> how many times strace saw it start (a call strace splits into
     `<unfinished ...>` and `<... resumed>` counts once; `sync()` has no file)."""
-    calls = collections.Counter()
+    calls: collections.Counter[tuple[str, str]] = collections.Counter()
     for line in text.splitlines():
         m = _SYNC_CALL.match(line.strip())
         if m:
@@ -125,7 +125,7 @@ def file_kind(path: str) -> str:
 
 def data_syncs_per_file(calls: collections.Counter) -> list[int]:
     """Sorted counts of fdatasync + fsync per data file (FDB's .data, fio's raw-w*)."""
-    per_file = collections.Counter()
+    per_file: collections.Counter[str] = collections.Counter()
     for (call, path), n in calls.items():
         if call in ('fdatasync', 'fsync') and file_kind(path) in ('data', 'raw'):
             per_file[path] += n

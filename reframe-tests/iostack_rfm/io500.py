@@ -266,9 +266,10 @@ def _total_formula(result: IO500Result, printed: Score, bw: tuple[float, float],
     return None
 
 
-def total_formula(result: IO500Result) -> str:
+def total_formula(result: IO500Result) -> str | None:
     """How the printed TOTAL follows from the printed bandwidth and metadata scores:
-    "sqrt" (the rules), or "product" (io500.sh before VI4IO/io-500-dev 7a7ea78)."""
+    "sqrt" (the rules), "product" (io500.sh before VI4IO/io-500-dev 7a7ea78), or None when
+    it follows from neither."""
     score = check_score(result)
     bw, md = score.bandwidth, score.metadata
     return _total_formula(result, score, (bw.lower, bw.upper), (md.lower, md.upper))

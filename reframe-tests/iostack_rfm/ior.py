@@ -54,11 +54,11 @@ class SummaryRow:
         return None if text == "NA" else float(text)
 
     @property
-    def max_mib_per_s(self) -> float:
+    def max_mib_per_s(self) -> float | None:
         return self.number("Max(MiB)")
 
     @property
-    def mean_mib_per_s(self) -> float:
+    def mean_mib_per_s(self) -> float | None:
         return self.number("Mean(MiB)")
 
     @property
@@ -225,8 +225,8 @@ def mdtest_problems(text, *, tasks, files_per_task, iterations,
     return problems
 
 
-def summary_value(text: str, operation: str, column: str) -> float:
-    """A column of IOR's summary row of `operation` (write, read)."""
+def summary_value(text: str, operation: str, column: str) -> float | None:
+    """A column of IOR's summary row of `operation` (write, read); None where IOR wrote NA."""
     rows = parse(text).rows(operation)
     if not rows:
         raise ValueError(f"no IOR summary row for {operation}")

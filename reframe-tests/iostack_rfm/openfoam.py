@@ -234,14 +234,14 @@ def summarize(case, label: str = "", field: str = "p", top: bool = False) -> dic
                 digest.update(str(f.relative_to(case)).encode() + b"\0")
                 digest.update(hashlib.sha256(f.read_bytes()).digest())
                 files += 1
-    cells = 0
+    cells: int | None = 0
     for times in per_root:
         target = times[-1] / field if times else None
         n = field_cells(target) if target and target.is_file() else None
         if n is None:
             cells = None
             break
-        cells += n
+        cells = (cells or 0) + n
     return {
         "label": label or case.name,
         "processors": len(procs),

@@ -10,6 +10,12 @@ one file of the session (`share_host`, in the partition's prepare_cmds), and a j
 by IostackMixin): a timed job waits until every other job has ended and nothing starts
 beside it until it ends. Untimed jobs still share the host with each other.
 
+ReFrame's own means were weighed and do not give the same guarantee: a partition's
+`max_jobs: 1` bounds the tests active on that partition only, and `local-cluster`'s two
+partitions (nps1, nps2) share this one host; `--exec-policy=serial` would keep timed jobs
+alone, but it also runs untimed jobs and builds one after another, which the slot lets
+share the host.
+
 Every job says so on its stderr, so the waits are visible and the exclusivity testable:
     host-slot: shared from <unix time>
     host-slot: waiting from <unix time>        (timed jobs: shared lock given up)

@@ -6,10 +6,13 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 
-from iostack import paths
+from iostack.core import paths
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
+#: the test beds' command (tools/testbed), this checkout's (conftest's PYTHONPATH)
+TESTBED = (sys.executable, "-m", "iostack_testbed")
 
 
 def run(*argv, env=None, timeout=600) -> subprocess.CompletedProcess:

@@ -18,12 +18,9 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
-import yaml
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
 from ansible_helpers import run_role  # noqa: E402
 
 GIT = ["git", "-c", "user.name=iostack-test", "-c", "user.email=test@iostack.invalid",
@@ -51,7 +48,12 @@ def git_repo(path: pathlib.Path, files: dict[str, str], tag: str | None = None) 
 
 
 FAKE_IOSTACK = """#!/bin/sh
-# Stand-in for the repo's entry point: record the call.
+# Stand-in for the repo's entry point: record the call (`mirror register` says whether it
+# was asked the same before, as the real one says whether the file changed).
+if [ "$1 $2" = "mirror register" ]; then
+  if grep -qxF -- "$*" "$IOSTACK_TEST_LOG.args" 2>/dev/null; then echo unchanged; else echo written; fi
+  printf '%s\\n' "$IOSTACK_CACHE" >> "$IOSTACK_TEST_LOG.cache"
+fi
 printf '%s\\n' "$*" >> "$IOSTACK_TEST_LOG.args"
 printf '%s %s\\n' "$SPACK_ROOT" "$IOSTACK_SPACK_PACKAGES" >> "$IOSTACK_TEST_LOG.env"
 """
@@ -63,7 +65,7 @@ def test_lmod_puts_the_current_release_and_its_spider_cache_in_login_shells(venv
     """MODULEPATH names <root>/current/modulefiles/Core; LMOD_RC names an lmodrc.lua whose
     cache Lmod reads: a module added after the cache was written is missing from `module
     spider` with the cache and present without it."""
-    from iostack import lmodcache
+    from iostack.deployment import lmodcache
 
     init = pathlib.Path("/usr/share/lmod/lmod/init/bash")
     if not init.exists() or lmodcache.libexec() is None:
@@ -145,11 +147,12 @@ def test_spack_stack_clones_pins_configures_and_deploys_once(stack_sources, venv
         assert described == tag
     # never in the Spack tree, whose own configuration iostack refuses
     assert not (root / "spack/etc/spack/mirrors.yaml").exists()
-    mirrors = yaml.safe_load((root / "iostack-cache/spack-config/mirrors.yaml").read_text())["mirrors"]
-    assert mirrors["site-cache"] == {"url": "file:///srv/buildcache", "signed": False, "source": False, "binary": True}
-    assert mirrors["sources"]["url"] == "https://mirror.example.org/spack"
+    # iostack writes the mirrors file (tests/unit/test_cli.py: what it writes), for this cache
+    register = ("mirror register --source=sources=https://mirror.example.org/spack "
+                "--buildcache=site-cache=file:///srv/buildcache --unsigned")
     assert log.with_suffix(".args").read_text().splitlines() == [
-        f"deploy --site local --root {root}", f"releases --site local --root {root}"]
+        register, f"deploy --site local --root {root}", f"releases --site local --root {root}"]
+    assert log.with_suffix(".cache").read_text().split() == [str(root / "iostack-cache")]
     assert log.with_suffix(".env").read_text().split()[:2] == [str(root / "spack"), str(root / "spack-packages")]
 
     second = run_role(venv_bin, "spack_stack", stack_sources, tmp_path)

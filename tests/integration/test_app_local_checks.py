@@ -8,10 +8,13 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from iostack import paths, references, results, slurm
+from iostack_testbed import slurm
+from iostack.core import paths
+from iostack.regression import references, results
 from iostack_rfm import netcdf, slots
 
 pytestmark = pytest.mark.skipif(
@@ -21,17 +24,18 @@ pytestmark = pytest.mark.skipif(
 
 
 def run_nightly(system, check, tmp_path_factory):
-    args = ["nightly", "--site", "local", "--system", system]
+    # short: the throwaway cluster's munge socket lives under it
+    root = tmp_path_factory.mktemp(system.replace("local-", "ls"))
+    command = [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
+               system, "--root", str(root), "--", "-n", check]
     if system == "local-slurm":
         reason = slurm.unavailable_reason()
         if reason:
             pytest.skip(reason)
-        args.append("--local-slurm")
-    # short: the throwaway cluster's munge socket lives under it
-    root = tmp_path_factory.mktemp(system.replace("local-", "ls"))
-    p = subprocess.run([str(paths.REPO / "bin" / "iostack"), *args, "--root", str(root), "--",
-                        "-n", check], capture_output=True, text=True, timeout=900,
-                       env=dict(os.environ))
+        # a throwaway Slurm for the run (tools/testbed)
+        command = [sys.executable, "-m", "iostack_testbed", "run", "slurm", "--state-dir",
+                   str(root / "slurm"), "--", *command]
+    p = subprocess.run(command, capture_output=True, text=True, timeout=900, env=dict(os.environ))
     print(p.stdout[-6000:], p.stderr[-3000:])
     reports = results.run_reports(root / "reframe")
     assert reports, "ReFrame wrote no report"

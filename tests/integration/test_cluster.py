@@ -1,4 +1,4 @@
-"""The multi-node cluster for real (`bin/iostack cluster`, lib/iostack/cluster.py): the
+"""The multi-node cluster for real (`iostack-testbed cluster`, tools/testbed/iostack_testbed/cluster.py): the
 nodes of ansible/inventories/local-cluster as namespaces of this machine, each with its
 own slurmd, sshd and XFS scratch. The short forms of what the nightly runs on it: an MPI
 job over three nodes, [OCI-OpenFOAM]'s seven staging steps on a coarse motorBike for 10
@@ -13,9 +13,9 @@ import subprocess
 import time
 
 import pytest
-from cluster_fixtures import IOSTACK, last_attempts, leftovers, nightly, run
+from cluster_fixtures import IOSTACK, TESTBED, last_attempts, leftovers, nightly, run
 
-from iostack import cluster as harness
+from iostack_testbed import cluster as harness
 
 pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,
                                 reason=harness.unavailable_reason() or "")
@@ -180,7 +180,7 @@ def test_a_killed_up_is_cleaned_by_down(tmp_path):
     """`up` killed while its daemons start: namespaces, loop devices, mounts and processes
     exist; `down` from the state directory alone removes them all."""
     state = tmp_path / "killed"
-    up = subprocess.Popen([IOSTACK, "cluster", "up", "--state-dir", str(state)],
+    up = subprocess.Popen([*TESTBED, "cluster", "up", "--state-dir", str(state)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not (state / "log" / "slurmd-node2.console").exists():
@@ -192,30 +192,32 @@ def test_a_killed_up_is_cleaned_by_down(tmp_path):
     before = leftovers(state, prefix)
     kinds = {item.split()[0] for item in before}
     assert {"netns", "link", "loop", "mount", "process"} <= kinds, before
-    p = run(IOSTACK, "cluster", "down", "--state-dir", state)
+    p = run(*TESTBED, "cluster", "down", "--state-dir", state)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "nothing left" in p.stdout
     assert leftovers(state, prefix) == []
 
 
 def test_bad_places_are_refused_in_one_line(tmp_path):
-    p = run(IOSTACK, "cluster", "up", "--state-dir", "/mnt/localdisk/cluster")
+    p = run(*TESTBED, "cluster", "up", "--state-dir", "/mnt/localdisk/cluster")
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
-        "iostack: error: state directory /mnt/localdisk/cluster is under /mnt/localdisk, "
+        "iostack-testbed: error: state directory /mnt/localdisk/cluster is under /mnt/localdisk, "
         "which is private to each node; use another"]
-    p = run(IOSTACK, "cluster", "env", "--state-dir", tmp_path)
-    assert (p.returncode, p.stderr.strip()) == (2, f"iostack: error: no cluster is up in {tmp_path}")
+    p = run(*TESTBED, "cluster", "env", "--state-dir", tmp_path)
+    assert (p.returncode, p.stderr.strip()) == (2, f"iostack-testbed: error: no cluster is up in {tmp_path}")
 
 
 def test_nightly_starts_and_stops_its_own_cluster(tmp_path):
-    """`nightly --system local-cluster --local-slurm`: a cluster for the run only."""
-    p = run(IOSTACK, "nightly", "--site", "local", "--system", "local-cluster", "--local-slurm",
+    """`iostack-testbed run cluster -- bin/iostack nightly --system local-cluster`: a cluster
+    for the run only, and the run's exit status."""
+    p = run(*TESTBED, "run", "cluster", "--state-dir", tmp_path / "cluster", "--",
+            IOSTACK, "nightly", "--site", "local", "--system", "local-cluster",
             "--root", tmp_path, "--", "-n", "NodeHardwareCheck",
             env={"SLURM_CONF": "", "IOSTACK_CLUSTER_SSH_CONFIG": ""})
     print(p.stdout[-3000:], p.stderr[-2000:])
     assert p.returncode == 0
-    assert "starting the multi-node cluster" in p.stdout and "local Slurm cluster stopped" in p.stdout
+    assert "starting the cluster test bed" in p.stdout and "the cluster test bed is stopped" in p.stdout
     assert re.search(r"Ran 2/2 test case\(s\)", p.stdout)      # one node of each partition
     assert leftovers(tmp_path / "cluster", harness.LocalCluster(tmp_path / "cluster").prefix) == []
 

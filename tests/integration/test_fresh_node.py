@@ -14,7 +14,7 @@ import tarfile
 
 import pytest
 
-from iostack import setup
+from iostack.offline import setup
 from support import debian_root
 
 pytestmark = pytest.mark.skipif(not shutil.which("mmdebstrap"),
@@ -160,7 +160,7 @@ def test_a_full_disk_is_one_line(bare_root, tmp_path):
 
 def test_apt_held_by_another_process_is_one_line(bare_root):
     """dpkg's frontend lock held as apt and unattended-upgrades hold it (a POSIX record
-    lock): set-up waits IOSTACK_APT_LOCK_TIMEOUT seconds, then names the holder."""
+    lock): set-up waits IOSTACK_APT_LOCK_TIMEOUT seconds, then says which lock."""
     status = dpkg_status(bare_root)
     holder = ("python3 -c 'import fcntl, time; f = open(\"/var/lib/dpkg/lock-frontend\", \"w\");"
               " fcntl.lockf(f, fcntl.LOCK_EX); open(\"/tmp/locked\", \"w\").close(); "
@@ -168,7 +168,7 @@ def test_apt_held_by_another_process_is_one_line(bare_root):
     run = bare_root.run(holder + " ".join(SETUP) + "; rc=$?; kill $!; exit $rc",
                         env={"IOSTACK_APT_LOCK_TIMEOUT": "1"})
     line = assert_one_line_and_nothing_changed(run, bare_root, status)
-    assert "/var/lib/dpkg/lock-frontend is held by another process (python3, pid" in line
+    assert "/var/lib/dpkg/lock-frontend is held by another process: wait for it" in line
 
 
 def test_an_os_set_up_does_not_know_is_one_line(bare_root, tmp_path):
@@ -195,8 +195,8 @@ def test_the_export_of_a_commit_records_that_commit(tmp_path, repo):
     export.mkdir()
     subprocess.run(["tar", "-x", "-C", str(export)], input=archive, check=True)
     assert not (export / ".git").exists()
-    out = subprocess.run(["python3", "-c", "from iostack import provenance; "
-                          "print(provenance.repository_commit())"],
+    out = subprocess.run(["python3", "-c", "from iostack.core import provenance; "
+                          "print(provenance.git_commit())"],
                          env={"PYTHONPATH": str(export / "lib"), "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == head

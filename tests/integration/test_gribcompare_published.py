@@ -1,4 +1,4 @@
-"""gribcompare on published GRIB (iostack.samples: cfgrib's and ecCodes' sample data from
+"""gribcompare on published GRIB (iostack.regression.samples: cfgrib's and ecCodes' sample data from
 PyPI), GRIB1 and GRIB2, changed only with ecCodes' own tools: what must be caught is caught,
 reordering is not a difference."""
 import io
@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from iostack import paths, samples
+from iostack.core import paths
+from iostack.regression import samples
 from iostack_rfm import gribcompare
 
 pytestmark = pytest.mark.skipif(not shutil.which("grib_ls"), reason="ecCodes tools not installed")
@@ -176,3 +177,16 @@ def test_gather_takes_the_grib_files_of_a_directory(published, tmp_path):
     assert gribcompare.gather(str(site), str(tmp_path / "all.grib")) == 17
     with pytest.raises(gribcompare.GribError, match="no GRIB messages"):
         gribcompare.gather(str(site / "notes.txt"), str(tmp_path / "none.grib"))
+
+
+def test_a_sample_whose_pinned_sha256_differs_is_refused(tmp_path, monkeypatch):
+    """The pin is enforced: one hex digit of the sha256 changed, pip refuses the archive
+    PyPI serves and nothing is unpacked."""
+    import dataclasses
+
+    sdist = samples.SOURCES["eccodes"]
+    flipped = sdist.sha256[:-1] + ("0" if sdist.sha256[-1] != "0" else "1")
+    monkeypatch.setitem(samples.SOURCES, "eccodes", dataclasses.replace(sdist, sha256=flipped))
+    with pytest.raises(samples.SampleError, match="pip could not fetch eccodes==2.50.0"):
+        samples.fetch("eccodes", tmp_path)
+    assert not (tmp_path / sdist.name).exists()

@@ -1,5 +1,5 @@
-"""The in-repo-source part of the netcdf-output-bench Spack recipe (copying
-src/netcdf-output-bench into the stage), run inside `spack python` against stand-in
+"""The in-repo-source part of the netcdf-output-bench Spack recipe (copying its src/,
+beside the recipe, into the stage), run inside `spack python` against stand-in
 stage/spec objects: no concretization, no download, no build. Skipped where the pinned
 Spack is not available. The spack_python fixture serves test_nvme_stage_recipe.py too."""
 from __future__ import annotations
@@ -10,10 +10,11 @@ import subprocess
 
 import pytest
 
-from iostack import paths, spack
+from iostack.core import paths
+from iostack.spack import runner
 
 SCRIPT = r"""
-import sys, types
+import os, sys, types
 import spack.repo
 from spack.util.prefix import Prefix
 from spack.version import Version
@@ -22,8 +23,13 @@ name, version, target = sys.argv[1], sys.argv[2], sys.argv[3]
 cls = spack.repo.PATH.get_pkg_class(name)
 print("has_code", cls.has_code, "versions", sorted(str(v) for v in cls.versions))
 spec = types.SimpleNamespace(version=Version(version))
+# the package as the recipe and its InRepoPackage mixin see it
 fake = types.SimpleNamespace(spec=spec, stage=types.SimpleNamespace(source_path=target),
-                             name=name, SOURCE_SHA256=cls.SOURCE_SHA256)
+                             name=name, version_file=cls.version_file,
+                             version_pattern=cls.version_pattern,
+                             in_repo_source=os.path.join(cls.package_dir, "src"))
+fake.checked_source = lambda: cls.checked_source(fake)
+fake.stage_in_repo_source = lambda: cls.stage_in_repo_source(fake)
 try:
     if hasattr(cls, "copy_in_repo_source"):
         cls.copy_in_repo_source(fake)
@@ -38,8 +44,8 @@ except Exception as e:
 @pytest.fixture(scope="module")
 def spack_python(tmp_path_factory):
     try:
-        spack_root, builtin = spack.locate()
-    except spack.SpackMissing as e:
+        spack_root, builtin = runner.locate()
+    except runner.SpackMissing as e:
         pytest.skip(f"Spack not found: {e}")
     scope = tmp_path_factory.mktemp("spack-scope")
     (scope / "repos.yaml").write_text(

@@ -4,10 +4,13 @@ the tests start on this node (munged, slurmctld, slurmd) and stop afterwards. Li
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from iostack import paths, references, results, slurm
+from iostack_testbed import slurm
+from iostack.core import paths
+from iostack.regression import references, results
 
 pytestmark = pytest.mark.skipif(not shutil.which("fdb-hammer"), reason="FDB tools not installed")
 
@@ -81,22 +84,24 @@ def test_throughput_values_through_srun_are_sane(nightly):
         assert "#SBATCH --partition=iostack" in script and "\nsrun " in script
 
 
-def test_nightly_can_start_and_stop_its_own_cluster(tmp_path):
-    """`--local-slurm`, for an admin without a Slurm: up for the run, gone afterwards."""
+def test_the_test_bed_runs_the_nightly_on_its_own_slurm(tmp_path):
+    """`iostack-testbed run slurm -- bin/iostack nightly ...`, as the nightly workflow does on
+    a machine without a Slurm: up for the run, gone afterwards, the run's exit status."""
     reason = slurm.unavailable_reason()
     if reason:
         pytest.skip(reason)
+    state = tmp_path / "slurm"
     p = subprocess.run(
-        [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
-         "local-slurm", "--local-slurm", "--root", str(tmp_path), "--",
+        [sys.executable, "-m", "iostack_testbed", "run", "slurm", "--state-dir", str(state), "--",
+         str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
+         "local-slurm", "--root", str(tmp_path), "--",
          "-S", "valid_prog_environs=builtin",
          "-n", "FdbBitIdentityCheck%grib_input=synthetic%scenario=archive"],
         capture_output=True, text=True, timeout=600,
         env={k: v for k, v in os.environ.items() if k != "SLURM_CONF"})
     print(p.stdout[-4000:], p.stderr[-2000:])
     assert p.returncode == 0
-    assert "local Slurm cluster stopped" in p.stdout
-    state = tmp_path / "slurm"
+    assert "the slurm test bed is stopped" in p.stdout
     assert (state / "etc" / "slurm.conf").is_file()
     # every daemon it started has exited
     for daemon in slurm.DAEMONS:

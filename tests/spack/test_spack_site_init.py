@@ -1,19 +1,21 @@
 """`bin/iostack site init` on this node, with the real Spack, dpkg and ReFrame: on a
 Debian 12 node (CI's) it finds by itself what the `local` site's packages.yaml declares by
-hand, and writes nothing with --dry-run. (tests/spack/test_spack_trixie_site.py makes a whole
+hand, and writes nothing with --dry-run. (tests/nightly/test_trixie_site.py makes a whole
 site on Debian 13.)"""
 import pytest
 import yaml
 from conftest import iostack
 
-from iostack import paths, setup, siteinit
+from iostack.core import paths
+from iostack.offline import siteinit
+from iostack.site import packages as syspkgs
 
 LOCAL = paths.SPACK_ENV_SITES / "local" / "packages.yaml"
 
 
 def is_bookworm() -> bool:
-    return (setup.OS_RELEASE.is_file()
-            and setup.os_release().get("VERSION_CODENAME") == "bookworm")
+    return (syspkgs.OS_RELEASE.is_file()
+            and syspkgs.os_release().get("VERSION_CODENAME") == "bookworm")
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ import shlex
 import shutil
 import subprocess
 
-from iostack import paths
+from iostack.core import paths
 
 MINBASE_INCLUDE = "python3,git,ca-certificates"
 #: where the repository lives in a root (README: set-up runs as root)
@@ -93,7 +93,12 @@ class DebianRoot:
 
     def bind(self, host: pathlib.Path, inside: str, read_only: bool = False) -> None:
         """Mount `host` at `inside` for every later command."""
-        (self.path / inside.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        target = self.path / inside.lstrip("/")
+        if pathlib.Path(host).is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.touch()
         self.binds.append((pathlib.Path(host).resolve(), inside, read_only))
 
     def copy_repository(self, repo: pathlib.Path = paths.REPO) -> pathlib.Path:
@@ -122,7 +127,9 @@ class DebianRoot:
             mounts.append(f"mount --bind {shlex.quote(str(host))} {shlex.quote(target)}")
             if ro:
                 mounts.append(f"mount -o remount,ro,bind {shlex.quote(target)}")
-        inner = f"cd {shlex.quote(cwd)} 2>/dev/null || cd /; exec {script}"
+        # a list is one command (exec'd); a string is a shell script
+        inner = f"cd {shlex.quote(cwd)} 2>/dev/null || cd /; " + (
+            script if isinstance(cmd, str) else f"exec {script}")
         chroot = ["chroot", *([f"--userspec={user}"] if user else []), str(self.path),
                   "/bin/sh", "-c", inner]
         environment = {**CLEAN_ENV, **(env or {})}

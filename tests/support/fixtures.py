@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from iostack import bundle, paths
+from iostack.core import paths
+from iostack.offline import bundle
 from support import debian_root
 
 

@@ -1,27 +1,22 @@
 """bin/iostack: clear errors, commands shown before they run, set-up without root."""
 import os
-import subprocess
 
 import pytest
 
-from iostack import paths, setup, spack
+from iostack.core import paths
+from iostack.core.errors import IostackError
+from iostack.offline import setup
+from iostack.spack import runner
 
 
-def iostack(*args, env=None):
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run([str(paths.REPO / "bin" / "iostack"), *args], capture_output=True,
-                          text=True, env=e)
-
-
-def test_unknown_site_fails_before_anything_runs():
+def test_unknown_site_fails_before_anything_runs(iostack):
     p = iostack("deploy", "--site", "atlantis")
     assert p.returncode == 2
     assert "unknown site 'atlantis'" in p.stderr
     assert "+ " not in p.stdout  # no command was run
 
 
-def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_path):
+def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_path, iostack):
     p = iostack("deploy", "--root", str(tmp_path / "r"),
                 env={"SPACK_ROOT": str(tmp_path / "nospack"), "IOSTACK_CACHE": str(tmp_path)})
     assert p.returncode == 2
@@ -41,14 +36,14 @@ def fake_spack(tmp_path, monkeypatch):
 
 
 def test_spack_location_prefers_spack_root(tmp_path, monkeypatch, fake_spack):
-    assert spack.locate() == (tmp_path / "a", tmp_path / "p")
+    assert runner.locate() == (tmp_path / "a", tmp_path / "p")
     monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "missing"))
-    with pytest.raises(spack.SpackMissing, match="spack-packages"):
-        spack.locate()
+    with pytest.raises(runner.SpackMissing, match="spack-packages"):
+        runner.locate()
 
 
 def test_spack_environment_isolates_user_config(tmp_path, fake_spack):
-    env = spack.environment(tmp_path / "root")
+    env = runner.environment(tmp_path / "root")
     assert env["SPACK_DISABLE_LOCAL_CONFIG"] == "1"
     assert env["IOSTACK_ROOT"] == tmp_path / "root"
     assert str(env["SPACK_USER_CACHE_PATH"]).startswith(str(tmp_path / "root"))
@@ -59,8 +54,9 @@ def test_setup_without_root_prints_the_apt_line_and_stops(monkeypatch, capsys):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     ran = []
     monkeypatch.setattr(setup, "run", lambda *a, **k: ran.append(a))
-    with pytest.raises(setup.SetupRefused, match="set-up needs root for apt"):
+    with pytest.raises(IostackError, match="2 system packages missing .set-up needs root for apt") as e:
         setup.system_packages(skip_apt=False)
+    assert e.value.exit_code == 2
     err = capsys.readouterr().err
     assert "apt-get install -y --no-install-recommends fdb5 lmod" in err
     assert ran == []
@@ -75,7 +71,7 @@ def test_apt_list_has_the_local_stack():
 
 
 def test_commands_are_printed_before_they_run(capsys):
-    from iostack.run import run
+    from iostack.core.process import run
 
     run(["true"], env_extra={"A": "b c"}, cwd="/")
     assert capsys.readouterr().out.strip() == "+ cd / && A='b c' true"
@@ -83,7 +79,7 @@ def test_commands_are_printed_before_they_run(capsys):
 
 def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     root = tmp_path / "root"
-    env_dir = spack.deployed_env("local", root)
+    env_dir = runner.deployed_env("local", root)
     assert env_dir == root / "spack-env" / "sites" / "local"
     assert (env_dir / "spack.yaml").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.yaml").read_text()
     # Spack's state survives a refresh; a file the checkout no longer has does not
@@ -91,8 +87,29 @@ def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     (env_dir / ".spack-env" / "transaction_lock").write_text("")
     (env_dir / "stale.yaml").write_text("x")
     (env_dir / "spack.lock").write_text("{}")
-    spack.deployed_env("local", root)
+    runner.deployed_env("local", root)
     assert (env_dir / ".spack-env" / "transaction_lock").exists()
     assert not (env_dir / "stale.yaml").exists()
     assert (env_dir / "spack.lock").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text()
     assert (root / "spack-env" / "common" / "modules.yaml").is_file()  # relative includes resolve
+
+
+def test_mirror_register_writes_the_nodes_mirrors_once(tmp_path, monkeypatch, capsys):
+    """The one writer of the node's mirrors.yaml, for set-up's bundles and Ansible's role."""
+    import yaml
+
+    from iostack import cli
+
+    monkeypatch.setenv("IOSTACK_CACHE", str(tmp_path))
+    args = ["mirror", "register", "--source=sources=https://mirror.example.org/spack",
+            "--buildcache=site-cache=file:///srv/buildcache", "--unsigned"]
+    assert cli.main(args) == 0
+    path = tmp_path / "spack-config" / "mirrors.yaml"
+    assert capsys.readouterr().out.startswith(f"iostack: {path}: written (2 mirror(s)")
+    assert yaml.safe_load(path.read_text()) == {"mirrors": {
+        "sources": {"url": "https://mirror.example.org/spack", "source": True, "binary": False},
+        "site-cache": {"url": "file:///srv/buildcache", "source": False, "binary": True,
+                       "signed": False}}}
+    assert cli.main(args) == 0 and capsys.readouterr().out == f"iostack: {path}: unchanged\n"
+    assert cli.main(["mirror", "register", "--source=nourl"]) == 2
+    assert capsys.readouterr().err == "iostack: error: 'nourl': give a mirror as NAME=URL\n"

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from iostack import paths
+from iostack.core import digest, paths
 
 PACKAGES = paths.REPO / "packages" / "spack_repo" / "iostack" / "packages"
 BUILTIN_NAMES_WE_EXTEND = {"eccodes", "eckit", "fdb", "metkit"}
@@ -12,11 +12,11 @@ BUILTIN_NAMES_WE_EXTEND = {"eccodes", "eckit", "fdb", "metkit"}
 
 def builtin_names():
     """Names in the pinned builtin repo when it is here, else the ones we know we extend."""
-    from iostack import spack
+    from iostack.spack import runner
 
     try:
-        _, pkgs = spack.locate()
-    except spack.SpackMissing:
+        _, pkgs = runner.locate()
+    except runner.SpackMissing:
         return BUILTIN_NAMES_WE_EXTEND
     return {p.name for p in (pkgs / "repos/spack_repo/builtin/packages").iterdir()}
 
@@ -54,50 +54,38 @@ def test_the_extended_builtins_are_all_here():
 
 # --- in-repo sources: a changed source needs a new version --------------------------------
 
-def load_in_repo(monkeypatch):
-    """packages/spack_repo/iostack/in_repo.py, with Spack's InstallError stood in for."""
-    import importlib.util
-    import sys
-    import types
-
-    monkeypatch.setitem(sys.modules, "spack", types.ModuleType("spack"))
-    stub = types.ModuleType("spack.package")
-    stub.InstallError = type("InstallError", (Exception,), {})
-    monkeypatch.setitem(sys.modules, "spack.package", stub)
-    spec = importlib.util.spec_from_file_location("in_repo", PACKAGES.parent / "in_repo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def in_repo_recipes():
+    """(recipe, version, {version: recorded sha256}) of each recipe whose source is beside it."""
     out = []
     for name in recipes():
         text = (PACKAGES / name / "package.py").read_text()
-        if "checked_source(" in text:
-            source = re.search(r'checked_source\(\s*self,\s*"([^"]+)"', text).group(1)
+        if "(InRepoPackage," in text:
             version = re.search(r'version\("([^"]+)"\)', text).group(1)
             recorded = dict(re.findall(r'"([\d.]+)":\s*"([0-9a-f]{64})"', text))
-            out.append((name, source, version, recorded))
+            out.append((name, version, recorded))
     return out
 
 
-@pytest.mark.parametrize("name,source,version,recorded", in_repo_recipes(),
+def test_the_in_repo_recipes_are_the_three_tools():
+    assert [r[0] for r in in_repo_recipes()] == ["fdb_archive_bench", "netcdf_output_bench",
+                                                 "nvme_stage"]
+
+
+@pytest.mark.parametrize("name,version,recorded", in_repo_recipes(),
                          ids=[r[0] for r in in_repo_recipes()])
-def test_in_repo_source_is_the_one_its_version_names(monkeypatch, name, source, version, recorded):
-    in_repo = load_in_repo(monkeypatch)
-    actual = in_repo.tree_sha256(in_repo.source_dir(source))
+def test_in_repo_source_is_the_one_its_version_names(name, version, recorded):
+    source = PACKAGES / name / "src"
+    actual = digest.tree_sha256(source)
     assert recorded.get(version) == actual, (
-        f"src/{source} changed: give {name} a new version (in its source and its recipe) "
+        f"{source} changed: give {name} a new version (in its source and its recipe) "
         f"and record SOURCE_SHA256 {{'<new>': '{actual}'}}")
+    # the tests and the checks build it through src/<name>
+    link = paths.REPO / "src" / name.replace("_", "-")
+    assert link.is_symlink() and link.resolve() == source.resolve()
 
 
-def test_a_changed_tree_has_another_digest(monkeypatch, tmp_path):
-    in_repo = load_in_repo(monkeypatch)
+def test_a_changed_tree_has_another_digest(tmp_path):
     (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
-    before = in_repo.tree_sha256(str(tmp_path))
-    (tmp_path / "build").mkdir()
-    (tmp_path / "build" / "main.o").write_bytes(b"\0")
-    assert in_repo.tree_sha256(str(tmp_path)) == before      # build products do not count
+    before = digest.tree_sha256(tmp_path)
     (tmp_path / "main.c").write_text("int main(void) { return 1; }\n")
-    assert in_repo.tree_sha256(str(tmp_path)) != before
+    assert digest.tree_sha256(tmp_path) != before

@@ -2,12 +2,14 @@
 partitions carry the features the checks select on, every module an environment loads is in
 the site's spack.lock, the nightly/weekly modes and the results DB are set up."""
 import importlib.util
+import pathlib
 
 import pytest
 import yaml
-
-from iostack import paths, sites
 from spack_lock import Lock
+
+from iostack.core import paths
+from iostack.site import facts as site_facts
 
 
 def load_config(monkeypatch, tmp_path, offsite=False):
@@ -43,7 +45,7 @@ def test_the_sites_and_local_slurm_are_systems(config):
 
 def test_local_cluster_partitions_are_named_as_on_oci(config):
     """One partition per NPS, as oci-bm-optimized3 has them; Slurm partitions of the
-    same names as OCI's (`bin/iostack cluster up` makes them from the inventory)."""
+    same names as OCI's (`iostack-testbed cluster up` makes them from the inventory)."""
     oci = [p["name"] for p in systems(config)["oci-bm-optimized3"]["partitions"]]
     assert [p["name"] for p in systems(config)["local-cluster"]["partitions"]] == oci
     for nps in oci:
@@ -113,8 +115,8 @@ def test_systems_take_hosts_processors_partitions_and_scratch_from_the_facts(con
     """Every system a facts file lists is here; a partition on a node group of the facts has
     that group's processor, Slurm access and scratch."""
     by_name = systems(config)
-    for site in sites.names():
-        facts = sites.load(site)
+    for site in site_facts.names():
+        facts = site_facts.load(site)
         for name in facts.systems:
             system = by_name[name]
             if name == site:
@@ -164,7 +166,7 @@ def module_problems(env, site):
 
 def test_every_module_an_environment_loads_is_in_its_sites_lock(config):
     problems = [p for env in config["environments"] for system in env["target_systems"]
-                for p in module_problems(env, sites.site_of_system(system))]
+                for p in module_problems(env, site_facts.site_of_system(system))]
     assert problems == []
 
 
@@ -180,20 +182,38 @@ def test_a_module_the_lock_lacks_or_builds_with_another_compiler_is_named(config
         "['gcc@11.2.0'] or a core compiler ['gcc@11.2.0']"]
 
 
-def test_modes_retry_and_write_junit(config, tmp_path):
-    modes = {m["name"]: m["options"] for m in config["modes"]}
-    assert set(modes) == {"nightly", "weekly"}
-    for name, options in modes.items():
-        assert any(o.startswith("--max-retries=") for o in options)
-        assert f"--report-junit={tmp_path}/reports/junit-{name}.xml" in options
-    assert "--tag=nightly" in modes["nightly"]
+def test_every_mode_writes_its_junit_beside_the_run_reports_iostack_reads(monkeypatch, tmp_path):
+    """Each mode's JUnit report lands in the directory of the run reports that bin/iostack
+    reads and the nightly workflow uploads (<state>/reports, the state the runner gives)."""
+    from iostack.regression import reframe, results
+
+    monkeypatch.setenv("LMOD_CMD", "/bin/true")
+    state = pathlib.Path(reframe.environment(tmp_path / "deployment")["IOSTACK_RFM_STATE"])
+    config = load_config(monkeypatch, state)
+    assert [m["name"] for m in config["modes"]] == ["nightly", "weekly"]
+    for mode in config["modes"]:
+        (junit,) = [o.split("=", 1)[1] for o in mode["options"] if o.startswith("--report-junit=")]
+        beside = pathlib.Path(junit).with_name(f"run-report-{mode['name']}.json")
+        beside.parent.mkdir(parents=True, exist_ok=True)
+        beside.write_text("{}")
+        assert beside in results.run_reports(state)
 
 
-def test_results_db_lives_in_the_state_directory(config, tmp_path):
+def test_reframe_stores_sessions_where_iostack_reads_them(monkeypatch, tmp_path):
+    """The results DB of a deployment: ReFrame's configuration (its state directory, which
+    the runner sets) and iostack's layout (what report and record-baseline read) agree."""
+    from iostack.deployment import layout
+    from iostack.regression import reframe
+
+    monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
+    monkeypatch.setenv("LMOD_CMD", "/bin/true")
+    root = tmp_path / "deployment"
+    state = reframe.environment(root)["IOSTACK_RFM_STATE"]
+    config = load_config(monkeypatch, pathlib.Path(state))
     (storage,) = config["storage"]
     assert storage["enable"] is True
-    assert storage["sqlite_db_file"] == f"{tmp_path}/results.db"
-    assert config["general"][0]["report_file"].startswith(f"{tmp_path}/reports/")
+    assert storage["sqlite_db_file"] == str(layout.results_db(root))
+    assert config["general"][0]["report_file"].startswith(f"{state}/reports/")
 
 
 def test_offsite_switches_only_the_real_sites_to_nomod(monkeypatch, tmp_path):

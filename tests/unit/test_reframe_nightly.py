@@ -8,8 +8,11 @@ import re
 import time
 
 import pytest
+from reframe_reports import NO_BASELINE, PASS, SANITY_FAIL, real_report
 
-from iostack import filesystems, nightly, reframe, runlock
+from iostack.core import filesystems, runlock
+from iostack.core.errors import Failed, IostackError
+from iostack.regression import nightly, reframe
 
 
 def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, timed_out=False,
@@ -40,33 +43,28 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
 
 
 def test_no_test_case_is_a_failure_with_a_reason(tmp_path, monkeypatch, capsys):
-    fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 0}, "runs": []})
+    # ReFrame 4.10 with no case selected says PASSED, exits 0 and writes no report at all
+    fake_reframe(tmp_path, monkeypatch, None)
     assert nightly.run("local", "local", tmp_path, ["-n", "Nothing"], "nightly") == nightly.RC_NO_TESTS
     out = capsys.readouterr().out
     assert "ran no test case" in out and "#3599" in out and "-n Nothing" in out
 
 
-def test_no_report_at_all_is_a_failure_too(tmp_path, monkeypatch):
-    fake_reframe(tmp_path, monkeypatch, None)
-    assert nightly.run("local", "local", tmp_path) == nightly.RC_NO_TESTS
-
-
 def test_an_old_report_does_not_count(tmp_path, monkeypatch):
     old = tmp_path / "reframe" / "reports" / "run-report-9.json"
     old.parent.mkdir(parents=True)
-    old.write_text(json.dumps({"session_info": {"num_cases": 5}, "runs": []}))
+    old.write_text(json.dumps(real_report()))
     fake_reframe(tmp_path, monkeypatch, None)
     assert nightly.run("local", "local", tmp_path) == nightly.RC_NO_TESTS
 
 
 def test_a_failing_run_keeps_its_own_exit_code(tmp_path, monkeypatch):
-    fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 0}, "runs": []}, rc=1)
+    fake_reframe(tmp_path, monkeypatch, None, rc=1)
     assert nightly.run("local", "local", tmp_path) == 1
 
 
 def test_sessions_carry_commit_and_spack_lock_hash(tmp_path, monkeypatch):
-    calls = fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 1, "uuid": "u"},
-                                                 "runs": []})
+    calls = fake_reframe(tmp_path, monkeypatch, real_report(PASS, uuid="u"))
     assert nightly.run("local", "local-slurm", tmp_path, mode="weekly") == 0
     (call,) = calls
     assert call["system"] == "local-slurm" and call["mode"] == "weekly"
@@ -79,30 +77,23 @@ def test_sessions_carry_commit_and_spack_lock_hash(tmp_path, monkeypatch):
 
 
 def test_missing_baselines_are_explained(tmp_path, monkeypatch, capsys):
-    tc = {"name": "FdbThroughputCheck %size=small", "system": "local-slurm",
-          "partition": "default", "result": "fail", "fail_phase": "performance",
-          "perfvalues": {"local-slurm:default:fdb_write_ratio":
-                         [0.3, 1.7976931348623157e308, 0, None, "ratio", "fail"]}}
-    fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 1, "uuid": "u"},
-                                         "runs": [{"testcases": [tc]}]}, rc=1)
+    fake_reframe(tmp_path, monkeypatch, real_report(NO_BASELINE, PASS, system="local-slurm"),
+                 rc=1)
     assert nightly.run("local", "local-slurm", tmp_path) == 1
-    out = capsys.readouterr().out
-    assert ("bin/iostack record-baseline --site local --system local-slurm "
-            "--check FdbThroughputCheck") in out
+    hints = [line for line in capsys.readouterr().out.splitlines() if "record-baseline" in line]
+    assert hints == ["  TinyNoBaselineCheck @local-slurm:default: bin/iostack record-baseline "
+                     "--site local --system local-slurm --check TinyNoBaselineCheck"]
 
 
-@pytest.mark.parametrize("fail_phase", ["sanity", None])
-def test_other_failures_are_not_blamed_on_baselines(tmp_path, monkeypatch, capsys, fail_phase):
-    tc = {"name": "X", "system": "local", "partition": "default", "result": "fail",
-          "fail_phase": fail_phase, "perfvalues": {}}
-    fake_reframe(tmp_path, monkeypatch, {"session_info": {"num_cases": 1},
-                                         "runs": [{"testcases": [tc]}]}, rc=1)
+def test_other_failures_are_not_blamed_on_baselines(tmp_path, monkeypatch, capsys):
+    fake_reframe(tmp_path, monkeypatch, real_report(SANITY_FAIL, PASS), rc=1)
     nightly.run("local", "local", tmp_path)
     assert "record-baseline" not in capsys.readouterr().out
 
 
 def report_of(uuid="s-1", failures=0):
-    return {"session_info": {"num_cases": 1, "uuid": uuid, "num_failures": failures}, "runs": []}
+    """The real report, passed or with `failures` (1: the no-baseline case fails)."""
+    return real_report(PASS, *([NO_BASELINE] if failures else []), uuid=uuid)
 
 
 def test_each_run_reads_and_prints_its_own_report(tmp_path, monkeypatch, capsys):
@@ -139,12 +130,12 @@ def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monk
     """[issue 12] a check file that fails to import is only a ReFrame warning."""
     calls = fake_reframe(tmp_path, monkeypatch, report_of(),
                          listed=nightly.MODES["nightly"].checks - {"StackSmokeCheck"})
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(IostackError) as e:
         nightly.run("local", "local", tmp_path)
-    assert e.value.code == 2 and calls == []
-    err = capsys.readouterr().err
+    assert e.value.exit_code == 2 and calls == []
+    err = str(e.value)
     assert "mode nightly must run StackSmokeCheck, which did not load" in err
-    assert "lib/iostack/nightly.py MODES" in err
+    assert "lib/iostack/regression/nightly.py MODES" in err
 
 
 @pytest.mark.parametrize(("system", "site", "expected"), [
@@ -156,20 +147,20 @@ def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monk
     monkeypatch.setattr(reframe, "list_checks", lambda *a, **k: reframe.Listing(
         1, set(), [], "failed to load configuration: could not find a configuration entry for "
                       f"the requested system: '{system}'"))
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(IostackError) as e:
         nightly.run(site, system, tmp_path)
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and expected in err
+    err = str(e.value)
+    assert e.value.exit_code == 2 and expected in err
     assert "defined in reframe-tests/config/iostack.py `systems` (cray-ex, local, " in err
 
 
 def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeypatch, capsys):
     calls = fake_reframe(tmp_path, monkeypatch, report_of())
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(IostackError) as e:
         nightly.run("local", "local", tmp_path, mode="nighlty")
-    assert e.value.code == 2 and calls == []
+    assert e.value.exit_code == 2 and calls == []
     assert ("unknown mode 'nighlty': modes are nightly, weekly, defined in "
-            "reframe-tests/config/iostack.py `modes`") in capsys.readouterr().err
+            "reframe-tests/config/iostack.py `modes`") in str(e.value)
 
 
 def test_the_run_gets_its_mode_s_deadline_and_the_lock(tmp_path, monkeypatch):
@@ -204,12 +195,12 @@ def test_a_second_run_waits_for_the_lock_then_names_its_holder(tmp_path, monkeyp
     monkeypatch.setattr(runlock, "POLL", 0.05)
     with runlock.hold(lock, time.monotonic() + 5):
         assert "since" in lock.read_text() and f"pid {os.getpid()}" in lock.read_text()
-        with pytest.raises(SystemExit) as e:
+        with pytest.raises(Failed) as e:
             with runlock.hold(lock, time.monotonic() + 0.3):
                 pass
-    assert e.value.code == 1
-    out, err = capsys.readouterr()
+    assert e.value.exit_code == 1
+    out = capsys.readouterr().out
     assert f"iostack: waiting for the run holding {lock}: pid {os.getpid()} on " in out
-    assert "and this run's time is up; nothing was run" in err
+    assert "and this run's time is up; nothing was run" in str(e.value)
     with runlock.hold(lock, time.monotonic() + 1):      # released: taken at once
         pass

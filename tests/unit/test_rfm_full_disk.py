@@ -23,13 +23,3 @@ def test_enospc_in_the_output_is_named_and_a_clean_output_is_not():
         "the job ran out of space (ENOSPC) on cray-ex:compute: cp: error writing 'x.grib': "
         "No space left on device")
     assert full_disk_problem("gribgen: messages=42\nRESULT=IDENTICAL\n", "local:default") is None
-
-
-def test_a_file_system_is_full_below_a_margin_and_named_by_its_mount(tmp_path):
-    from iostack import filesystems
-
-    mount = filesystems.mount_of(tmp_path / "not" / "yet")    # its nearest existing parent
-    assert str(tmp_path).startswith(mount.mountpoint)
-    assert filesystems.full(tmp_path, below=0) is None
-    message = filesystems.full(tmp_path / "x", below=1 << 62)
-    assert message.startswith(f"file system {mount} holding {tmp_path / 'x'} is full: ")

@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 import test_site_facts
-from iostack import paths, siteinit, sites
+from iostack.core import paths
+from iostack.offline import siteinit
+from iostack.site import facts as sites
 
 DATA = pathlib.Path(__file__).parent.parent / "data" / "site-init"
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from iostack import slurm
+from iostack_testbed import slurm
 
 HARDWARE = {"NodeName": "vm", "CPUs": "2", "Boards": "1", "SocketsPerBoard": "1",
             "CoresPerSocket": "2", "ThreadsPerCore": "1", "RealMemory": "24105"}

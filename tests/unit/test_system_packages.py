@@ -4,7 +4,8 @@ import pathlib
 import pytest
 import yaml
 
-from iostack import paths, setup
+from iostack.core import paths
+from iostack.offline import setup
 
 DATA = pathlib.Path(__file__).parent.parent / "data" / "os-release"
 

@@ -4,7 +4,9 @@
 configure-time test programs fail or lie. A recipe that also derives from CrayPEPackage
 gets the `craype` variant; with craype=cce or gnu it passes toolchains/cray-<pe>.cmake and
 the pre-seeded configure results of its target (toolchains/preseed/cray-ex-<target>.cmake),
-so no test program runs at configure time. IOSTACK_TOOLCHAINS overrides where the files are.
+so no test program runs at configure time. The files are in this Spack repository
+(spack_repo/iostack/toolchains), so they are found wherever it is added;
+IOSTACK_TOOLCHAINS overrides where they are.
 
     class Eckit(CrayPEPackage, BuiltinEckit):    # the mixin first: its cmake_args wraps
         ...                                      # the builtin recipe's
@@ -15,7 +17,7 @@ import pathlib
 from spack.package import InstallError, PackageBase, variant
 
 TOOLCHAINS = pathlib.Path(
-    os.environ.get("IOSTACK_TOOLCHAINS", pathlib.Path(__file__).resolve().parents[3] / "toolchains")
+    os.environ.get("IOSTACK_TOOLCHAINS", pathlib.Path(__file__).resolve().parent / "toolchains")
 )
 
 
@@ -35,7 +37,7 @@ class CrayPEPackage(PackageBase):
         for f in (toolchain, preseed):
             if not f.is_file():
                 raise InstallError(f"{self.name}: craype={pe} needs {f}; regenerate it with "
-                                   f"{TOOLCHAINS / 'preseed' / 'regenerate.sh'} (toolchains/README.md)")
+                                   f"the repository's toolchains/preseed/regenerate.sh (toolchains/README.md)")
         return [f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", "-C", str(preseed)]
 
     def cmake_args(self):

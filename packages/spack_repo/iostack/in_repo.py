@@ -1,60 +1,57 @@
-"""Recipes whose source lives in this repository (src/<name>), not behind a URL.
+"""iostack's own tools, whose source is in this Spack repository beside the recipe
+(<package dir>/src), not behind a URL: the repository works wherever it is added, and
+nothing is downloaded.
 
-Nothing is downloaded, so Spack has no checksum to tell two sources apart: a changed source
-under an unchanged version would install as the same spec, and a deployment would keep the
-old build. Each recipe therefore records the sha256 of its source tree per version
-(`SOURCE_SHA256`), and `checked_source` refuses a tree that is not the one its version names,
-or whose declared version is not the recipe's; tests/unit/test_recipes.py fails as soon as a
-source changes without a new version.
+    class NvmeStage(InRepoPackage, Package):
+        version_file = "nvme-stage"                   # in src/, declares the version
+        version_pattern = r"^readonly VERSION=(\\S+)$"
+        version("1.1.0")
+        SOURCE_SHA256 = {"1.1.0": "..."}
+
+With nothing downloaded, Spack has no checksum to tell two sources apart. So each recipe
+records the sha256 of its source tree per version (`SOURCE_SHA256`, iostack.core.digest's
+tree_sha256): a changed source changes the recipe, hence the spec's hash (Spack hashes
+package.py), and tests/unit/test_recipes.py fails until the recipe records it under a new
+version. At install, the source must declare the spec's version.
 """
-import hashlib
 import os
 import re
 
-from spack.package import InstallError
-
-# packages/spack_repo/iostack/in_repo.py -> the repository root, three levels up
-REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 3))
+from spack.package import InstallError, PackageBase, copy_tree, license, maintainers
 
 
-def source_dir(name: str) -> str:
-    return os.path.join(REPO_ROOT, "src", name)
+class InRepoPackage(PackageBase):
+    """Mixin of iostack's in-repo recipes (as key4hep-spack's Key4hepPackage): where they
+    come from, their licence, and their source beside the recipe."""
 
+    homepage = "https://github.com/iostack/iostack"
+    maintainers("iostack")
+    license("Apache-2.0")
 
-def tree_sha256(path: str) -> str:
-    """sha256 over a source tree: each file's relative path and bytes, in sorted order
-    (hidden files, __pycache__ and build directories left out)."""
-    digest = hashlib.sha256()
-    files = []
-    for top, dirs, names in os.walk(path):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "build")) and d != "__pycache__"]
-        files += [os.path.join(top, n) for n in names if not n.startswith(".")]
-    for f in sorted(files):
-        digest.update(os.path.relpath(f, path).encode() + b"\0")
-        with open(f, "rb") as fh:
-            digest.update(fh.read())
-        digest.update(b"\0")
-    return digest.hexdigest()
+    # Nothing to download: the source is beside this recipe.
+    has_code = False
+    #: the file of src/ that declares the source's version, and the pattern capturing it
+    version_file = ""
+    version_pattern = ""
 
+    @property
+    def in_repo_source(self) -> str:
+        return os.path.join(self.package_dir, "src")
 
-def checked_source(pkg, name: str, version_file: str, version_pattern: str,
-                   digests: dict) -> str:
-    """src/<name>, after checking that `version_file` there declares the spec's version and
-    that the tree is the one `digests` records for that version."""
-    path = os.path.join(source_dir(name), version_file)
-    if not os.path.isfile(path):
-        raise InstallError(f"{pkg.name}: in-repo source not found at {path}")
-    with open(path) as f:
-        declared = re.search(version_pattern, f.read(), re.M)
-    if not declared or declared.group(1) != str(pkg.spec.version):
-        raise InstallError(
-            f"{path} declares version {declared and declared.group(1)}, recipe builds "
-            f"{pkg.spec.version}: update the recipe's version()"
-        )
-    actual = tree_sha256(source_dir(name))
-    if digests.get(str(pkg.spec.version)) != actual:
-        raise InstallError(
-            f"src/{name} (sha256 {actual}) is not the source {pkg.name}@{pkg.spec.version} "
-            f"names ({digests.get(str(pkg.spec.version))}): a changed source needs a new version"
-        )
-    return source_dir(name)
+    def checked_source(self) -> str:
+        """src/, after checking that its version file declares the spec's version."""
+        path = os.path.join(self.in_repo_source, self.version_file)
+        if not os.path.isfile(path):
+            raise InstallError(f"{self.name}: in-repo source not found at {path}")
+        with open(path) as f:
+            declared = re.search(self.version_pattern, f.read(), re.M)
+        if not declared or declared.group(1) != str(self.spec.version):
+            raise InstallError(
+                f"{path} declares version {declared and declared.group(1)}, recipe builds "
+                f"{self.spec.version}: update the recipe's version()")
+        return self.in_repo_source
+
+    def stage_in_repo_source(self) -> None:
+        """Copy the source into the stage, so the build never reads from the repository
+        after this point."""
+        copy_tree(self.checked_source(), self.stage.source_path)

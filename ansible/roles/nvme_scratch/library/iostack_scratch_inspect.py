@@ -190,12 +190,11 @@ class Probe:
         return [{k: str(v).strip() for k, v in d.items()} for d in json.loads(out).get("loopdevices", [])]
 
     def mountinfo(self):
-        """major:minor -> mount points, from /proc/self/mountinfo (names do not matter)."""
+        """major:minor -> mount points, as findmnt lists them (names do not matter)."""
+        rc, out, _ = self.run(["findmnt", "-J", "-l", "-o", "MAJ:MIN,TARGET"])
         found = {}
-        for line in self.read("/proc/self/mountinfo").splitlines():
-            fields = line.split()
-            if len(fields) > 4:
-                found.setdefault(fields[2], []).append(fields[4].replace("\\040", " "))
+        for fs in json.loads(out).get("filesystems", []) if rc == 0 and out.strip() else []:
+            found.setdefault(fs["maj:min"], []).append(fs["target"])
         return found
 
     def trial(self, fstype, label, mkfs_opts, mount_opts):

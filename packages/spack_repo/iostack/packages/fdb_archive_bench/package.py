@@ -1,29 +1,24 @@
 # iostack: fdb-archive-bench, FDB archive throughput with the key or from the message
 # ([OIFS-HECToR]'s IFS I/O server path beside fdb-hammer's).
 from spack_repo.builtin.build_systems.cmake import CMakePackage
-from spack_repo.iostack.in_repo import checked_source
+from spack_repo.iostack.in_repo import InRepoPackage
 
 from spack.package import *
 
 
-class FdbArchiveBench(CMakePackage):
+class FdbArchiveBench(InRepoPackage, CMakePackage):
     """Archives GRIB fields into FDB with the key the writer already has
     (fdb5::FDB::archive(key, data, length), as the IFS I/O server does) or from the message
     alone (FDB decodes it, as fdb-hammer does), by one or several concurrent writers;
     reports throughput and CPU, and verifies the fields read back."""
 
-    homepage = "https://github.com/iostack/iostack"
-
-    maintainers("iostack")
-    license("Apache-2.0")
-
-    # Nothing to download: the code is in the same repository as this recipe, so the
-    # iostack commit pins it and no sha256 exists. The version must match project(VERSION)
-    # in its CMakeLists.txt (checked before configuring).
-    has_code = False
+    # The code is beside this recipe (src/, in_repo.py); project(VERSION) in its
+    # CMakeLists.txt must be the version (checked before configuring).
+    version_file = "CMakeLists.txt"
+    version_pattern = r"project\(\s*\S+\s+VERSION\s+(\S+)"
     version("1.0.0")
-    # sha256 of src/fdb-archive-bench per version (in_repo.tree_sha256): a changed source needs a new one
-    SOURCE_SHA256 = {"1.0.0": "9860e8ece4aa9d4cf19c4c10ac80bf0c693fb3403b666af2660b1eb1db704a52"}
+    # sha256 of src/ per version (iostack.core.digest.tree_sha256): a changed source needs a new one
+    SOURCE_SHA256 = {"1.0.0": "de139a8686adc9e7424834c98a1f4cbc32fa6edf4220f37d578a5c05b873c69a"}
 
     depends_on("cxx", type="build")
     depends_on("cmake@3.18:", type="build")
@@ -33,8 +28,4 @@ class FdbArchiveBench(CMakePackage):
 
     @run_before("cmake")
     def copy_in_repo_source(self):
-        """Bring the in-repo tree into the stage, so the build never reads from the checkout
-        after this point and `spack install` stays offline."""
-        source = checked_source(self, "fdb-archive-bench", "CMakeLists.txt",
-                                r"project\(\s*\S+\s+VERSION\s+(\S+)", self.SOURCE_SHA256)
-        copy_tree(source, self.stage.source_path)
+        self.stage_in_repo_source()

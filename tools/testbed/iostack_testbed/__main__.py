@@ -1,0 +1,5 @@
+import sys
+
+from iostack_testbed.cli import main
+
+sys.exit(main())
