@@ -257,6 +257,13 @@ def cmd_store_report(args):
     return 0
 
 
+def cmd_site_init(args):
+    from iostack.offline import siteinit
+
+    return siteinit.main(args.name, dry_run=args.dry_run, record=args.record,
+                         records=args.from_records, description=args.description)
+
+
 def cmd_lock(args):
     from iostack.spack import locks
 
@@ -408,6 +415,20 @@ def parser():
     p.add_argument("--system", help="ReFrame system whose config reads the DB (default: the site)")
     p.add_argument("reports", nargs="+", help="ReFrame JSON run reports (<root>/reframe/reports/)")
     p.set_defaults(func=cmd_store_report)
+
+    p = sub.add_parser("site", help="a new site")
+    ssub = p.add_subparsers(dest="site_command", required=True)
+    p = ssub.add_parser("init", help="describe this node as a new site from what Spack, ReFrame "
+                                     "and Slurm detect: sites/NAME.yaml, spack-env/sites/NAME/, "
+                                     "ansible/inventories/NAME/ (refuses an existing NAME)")
+    p.add_argument("name", help="the new site's name")
+    p.add_argument("--description", help="one line for the facts (default: OS and host name)")
+    p.add_argument("--dry-run", action="store_true", help="show what was found; write nothing")
+    p.add_argument("--record", type=pathlib.Path, metavar="DIR",
+                   help="also keep what each tool printed in DIR")
+    p.add_argument("--from-records", type=pathlib.Path, metavar="DIR",
+                   help="make the site from a --record DIR instead of detecting")
+    p.set_defaults(func=cmd_site_init)
 
     p = sub.add_parser("lock", help="check (or --update) sites' committed spack.lock")
     p.add_argument("sites", nargs="*", help="sites (default: all)")

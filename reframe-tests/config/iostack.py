@@ -107,6 +107,11 @@ _OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
 _LOCAL = site_facts.load('local')
 _CRAY_EX = site_facts.load('cray-ex')
 _OCI = site_facts.load('oci-bm-optimized3')
+# The sites whose systems are written below; every other site (one `bin/iostack site init`
+# wrote) gets its system from its facts alone (_facts_system). site_facts.reframe_systems()
+# reads this list.
+_WRITTEN_HERE = ['local', 'cray-ex', 'oci-bm-optimized3']
+_FROM_FACTS = [site_facts.load(name) for name in site_facts.names() if name not in _WRITTEN_HERE]
 
 
 def _slurm_partition(facts, group, features, **settings):
@@ -161,6 +166,46 @@ def _local_cluster_partition(nps):
         'extras': {'io_dir': '/mnt/localdisk/iostack-rfm',
                    'mpi_launcher_options': ['--mpi=pmix']},
         'env_vars': _LOCAL_MPI_ENV,
+    }
+
+
+def _facts_system(facts):
+    """The system of a site no code here describes: its node as `local` (the local
+    scheduler), or a partition per Slurm node group; environments `stack` and, on Debian,
+    `builtin` (its packages on PATH)."""
+    environs = ['builtin', 'stack'] if facts.os.startswith('debian') else ['stack']
+    if facts.scheduler == 'local':
+        (nodes,) = facts.nodes.values()
+        partitions = [{
+            'name': 'default',
+            'descr': f'this node ({nodes.summary()})',
+            'scheduler': 'local',
+            'launcher': 'mpirun-ranks',
+            'environs': environs,
+            'max_jobs': 2,
+            'time_limit': '30m',
+            'prepare_cmds': _LOCAL_PREPARE,
+            'processor': nodes.reframe_processor() or _LOCAL_PROCESSOR,
+            'features': ['fdb', 'grib', 'mpi', 'cpu'],
+            'extras': {'mem_per_node': _LOCAL_MEM_MIB},
+            'env_vars': _LOCAL_MPI_ENV,
+        }]
+    else:
+        partitions = [
+            _slurm_partition(facts, group.name, ['fdb', 'grib', 'mpi', 'cpu', 'slurm'],
+                             name=group.name, descr=f'Slurm partition '
+                             f"{group.slurm['partition']} ({group.summary()})",
+                             launcher='srun', environs=environs, max_jobs=8, time_limit='1h')
+            for group in facts.nodes.values() if group.slurm]
+        for partition in partitions:
+            if partition['extras']['io_dir'] is None:
+                del partition['extras']['io_dir']   # the stage directory
+    return {
+        'name': facts.name,
+        'descr': facts.description,
+        'hostnames': facts.hostnames,
+        'modules_system': _LOCAL_MODULES if facts.scheduler == 'local' else _SITE_MODULES,
+        'partitions': partitions,
     }
 
 
@@ -266,13 +311,15 @@ site_configuration = {
             'modules_system': _SITE_MODULES,
             'partitions': [_oci_partition(1), _oci_partition(2)],
         },
+        *[_facts_system(facts) for facts in _FROM_FACTS],
     ],
     'environments': [
         {
             # Debian's packages on PATH, no module: the node as installed. Its FDB 5.10.8
             # is the second FDB beside the Spack-built one.
             'name': 'builtin',
-            'target_systems': ['local', 'local-slurm', 'local-cluster'],
+            'target_systems': ['local', 'local-slurm', 'local-cluster',
+                               *[f.name for f in _FROM_FACTS if f.os.startswith('debian')]],
             **_MPI_ENVIRONMENT,
             'features': _MPI_FEATURES + ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
             'extras': _OPENMP_FLAG,
@@ -287,7 +334,7 @@ site_configuration = {
             # Needs a deployed root; without one, run the checks in `builtin`
             # (`-S valid_prog_environs=builtin`).
             'name': 'stack',
-            'target_systems': ['local', 'local-slurm'],
+            'target_systems': ['local', 'local-slurm', *[f.name for f in _FROM_FACTS]],
             'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage'],
             **_MPI_ENVIRONMENT,
             'features': _MPI_FEATURES + ['stack', 'gnu', 'fdb', 'grib', 'eccodes', 'ior',

@@ -70,8 +70,8 @@ def spack_python(tmp_path_factory):
 def test_netcdf_output_bench_stages_the_repo_source(spack_python, tmp_path):
     stage = tmp_path / "spack-src"
     stage.mkdir()
-    out = spack_python("netcdf-output-bench", "1.1.0", stage)
-    assert "has_code False versions ['1.1.0']" in out and "done" in out
+    out = spack_python("netcdf-output-bench", "1.1.1", stage)
+    assert "has_code False versions ['1.1.1']" in out and "done" in out
     source = paths.REPO / "src" / "netcdf-output-bench"
     for name in ("CMakeLists.txt", "main.c", "backend_netcdf.c", "backend_pnetcdf.c"):
         assert (stage / name).read_bytes() == (source / name).read_bytes()
@@ -79,6 +79,6 @@ def test_netcdf_output_bench_stages_the_repo_source(spack_python, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     out = spack_python("netcdf-output-bench", "2.0.0", other)
-    assert "error InstallError" in out and "declares version 1.1.0" in out
+    assert "error InstallError" in out and "declares version 1.1.1" in out
     assert not any(other.iterdir())
 

@@ -51,7 +51,8 @@ def what_is_missing(site: str) -> list[str]:
     for system in facts.systems:
         if system not in site_facts.reframe_systems():
             missing.append(f"{site}: no ReFrame system {system!r} in reframe-tests/config/"
-                           f"iostack.py (build it from site_facts.load({site!r}))")
+                           f"iostack.py (build it from site_facts.load({site!r}), or leave "
+                           "the site out of _WRITTEN_HERE: its facts make one)")
     return missing
 
 
@@ -74,7 +75,9 @@ def test_every_tree_names_only_sites_with_facts():
 
 
 def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp_path):
-    """What a newcomer sees after writing sites/newsite.yaml and nothing else."""
+    """What a newcomer sees after writing sites/newsite.yaml and nothing else (`bin/iostack
+    site init` writes them all). Its ReFrame system is not missing: the configuration builds
+    one from the facts of every site it has no code for."""
     shutil.copytree(site_facts.FACTS, tmp_path, dirs_exist_ok=True)
     facts = yaml.safe_load((site_facts.FACTS / "oci-bm-optimized3.yaml").read_text())
     facts["name"] = "newsite"
@@ -83,9 +86,10 @@ def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp
 
     missing = what_is_missing("newsite")
     named = "\n".join(missing)
-    for part in [*SPACK_PARTS, *INVENTORY_PARTS, "ReFrame system 'newsite'"]:
+    for part in [*SPACK_PARTS, *INVENTORY_PARTS]:
         assert part in named, f"{part} not named in:\n{named}"
-    assert len(missing) == len(SPACK_PARTS) + len(INVENTORY_PARTS) + 1
+    assert len(missing) == len(SPACK_PARTS) + len(INVENTORY_PARTS)
+    assert "newsite" in site_facts.reframe_systems()
 
 
 # ---- the facts files themselves ----------------------------------------------------------

@@ -234,15 +234,21 @@ def reframe_systems():
     import ast
 
     tree = ast.parse(paths.REFRAME_CONFIG.read_text())
-    names = []
+    systems: list[str] = []
+    # the sites it does not write a system for get one from their facts, named like the site
+    written = next((ast.literal_eval(node.value) for node in tree.body
+                    if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "")
+                    == "_WRITTEN_HERE"), None)
+    if written is not None:
+        systems += [site for site in names() if site not in written]
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
             keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
             if "name" in keys and "partitions" in keys:
                 value = node.values[keys.index("name")]
-                if isinstance(value, ast.Constant):
-                    names.append(value.value)
-    return sorted(names)
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    systems.append(value.value)
+    return sorted(systems)
 
 
 def check_site(site: str) -> str:

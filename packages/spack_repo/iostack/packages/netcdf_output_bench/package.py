@@ -15,9 +15,9 @@ class NetcdfOutputBench(InRepoPackage, CMakePackage):
     # CMakeLists.txt must be the version (checked before configuring).
     version_file = "CMakeLists.txt"
     version_pattern = r"project\(\s*\S+\s+VERSION\s+(\S+)"
-    version("1.1.0")
+    version("1.1.1")
     # sha256 of src/ per version (iostack.core.digest.tree_sha256): a changed source needs a new one
-    SOURCE_SHA256 = {"1.1.0": "09469db6a90e25d446d706fc4d21128166e376235f53a9f15f901617f6a1902e"}
+    SOURCE_SHA256 = {"1.1.1": "297af5fd998b3a499c8753b7d760be62f88608cc84b494809b0a58dc1f322eea"}
 
     depends_on("c", type="build")
     depends_on("cmake@3.18:", type="build")
