@@ -17,6 +17,15 @@ class InventoryError(RuntimeError):
     """The inventory could not be read."""
 
 
+def of_system(system: str) -> pathlib.Path:
+    """The inventory describing a ReFrame system's nodes: its own
+    (ansible/inventories/<system>), else its site's."""
+    from iostack import sites
+
+    own = paths.ANSIBLE_INVENTORIES / system
+    return own if own.is_dir() else paths.ANSIBLE_INVENTORIES / sites.site_of_system(system)
+
+
 def _ansible_inventory() -> str:
     # the set-up's venv, the one running (ReFrame's), then PATH
     for bin_dir in (paths.venv() / "bin", pathlib.Path(sys.executable).parent):

@@ -66,18 +66,6 @@ def lock_path(site: str) -> pathlib.Path:
     return SITES / site / "spack.lock"
 
 
-def site_of_system(system: str) -> str:
-    """The site a ReFrame system runs: itself, or `<site>` for `<site>-<scheduler>`."""
-    name = system
-    while name:
-        if (SITES / name / "spack.yaml").is_file():
-            return name
-        if "-" not in name:
-            break
-        name = name.rsplit("-", 1)[0]
-    return system
-
-
 def _providers(spec: dict, specs: dict, virtuals, transitive: bool = False) -> list[dict]:
     """Providers of the virtuals among a spec's dependencies; with `transitive`, anywhere in
     its link/run DAG, as Spack's Lmod hierarchy sees MPI (fdb sits under Open MPI because

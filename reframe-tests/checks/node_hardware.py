@@ -23,7 +23,6 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before, sanity_function, variable
 
 from iostack import inventory as ansible_inventory
-from iostack import paths
 from iostack_rfm import nodestate
 from iostack_rfm.base import IostackMixin, parsed
 
@@ -41,12 +40,7 @@ class NodeHardwareCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     inventory = variable(str, value='')
 
     def inventory_dir(self):
-        if self.inventory:
-            return self.inventory
-        system = self.current_system.name
-        own = paths.ANSIBLE_INVENTORIES / system
-        return str(own if own.is_dir() else
-                   paths.ANSIBLE_INVENTORIES / paths.site_of_system(system))
+        return self.inventory or str(ansible_inventory.of_system(self.current_system.name))
 
     @run_before('run')
     def write_facts(self):

@@ -45,7 +45,7 @@ from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 from reframe.core.logging import getlogger
 
-from iostack import filesystems, paths, references, stack
+from iostack import filesystems, paths, references, sites
 from iostack_rfm import slots, steps
 
 # Open MPI refuses to start as root unless told twice; CI containers run as root.
@@ -142,7 +142,7 @@ class IostackMixin(rfm.RegressionTestPlugin):
         if section is None or references.has_baseline(section, partition,
                                                       self.reference_variant):
             return
-        site = stack.site_of_system(self.current_system.name)
+        site = sites.site_of_system(self.current_system.name)
         getlogger().warning(
             f'{self.display_name}: no baseline for {partition} in {path.name}, so its '
             f'reference cannot be met and the check fails until one is recorded: run the '
