@@ -192,3 +192,71 @@ def test_record_baseline_ignores_cases_whose_sanity_failed_and_other_systems(ref
     assert baseline.record(sessions, "sys", refs_dir=refs_dir) == {}
     with pytest.raises(SystemExit):
         baseline.choose_sessions(sessions, "nowhere")
+
+
+def with_case(s, name, result, fail_phase=None, perfvalues=None):
+    s["runs"][0]["testcases"].append({
+        "name": name, "system": "sys", "partition": "part", "environ": "env",
+        "filename": "/x/checks/other.py", "result": result, "fail_phase": fail_phase,
+        "perfvalues": perfvalues or {}})
+    return s
+
+
+@pytest.mark.parametrize("phase,perfvalues", [
+    ("sanity", None),                        # e.g. a wrong byte count
+    ("run", None),
+    # a real reference missed, not the no-baseline placeholder
+    ("performance", {"sys:part:bw": [50.0, 100.0, -0.1, None, "MiB/s", "fail"]}),
+])
+def test_record_baseline_refuses_a_session_that_failed_anything(refs_dir, capsys, phase,
+                                                                 perfvalues):
+    failed = with_case(session("9", 1.7e9, 0.5), "OtherCheck", "fail", phase, perfvalues)
+    with pytest.raises(SystemExit):
+        baseline.choose_sessions([session("8", 1.6e9, 0.5), failed], "sys", count=2)
+    err = capsys.readouterr().err
+    assert f"session 9 failed on sys, so none of its values is a baseline: OtherCheck " \
+           f"@sys:part+env: {phase}" in err
+    # the passing one alone, named, is fine
+    assert baseline.choose_sessions([session("8", 1.6e9, 0.5), failed], "sys", uuid="8")
+
+
+def test_the_band_comes_from_the_nights_spread(refs_dir):
+    (refs_dir / "through.yaml").write_text(
+        "ThroughputCheck:\n  thresholds:\n"
+        "    ratio: {lower: -0.02, upper: null, unit: ratio}\n  references: {}\n")
+    ratios = [1.0, 1.02, 0.98, 1.01, 0.99]
+    sessions = [session(str(i), 1.7e9 + i, r) for i, r in enumerate(ratios)]
+    baseline.record(baseline.choose_sessions(sessions, "sys", count=5), "sys", refs_dir=refs_dir)
+    entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
+        "sys:part"]["a=1"]["ratio"]
+    # median 1.0, MAD 0.01: 2.5 robust standard deviations
+    assert entry["value"] == 1.0
+    assert entry["lower"] == pytest.approx(-2.5 * 1.4826 * 0.01)
+    assert entry["spread"] == {"nights": 5, "nights_spread": round(1.4826 * 0.01, 6),
+                               "within_run_spread": None, "band_from": "nights"}
+
+
+def test_one_night_takes_its_band_from_the_within_run_spread(refs_dir):
+    (refs_dir / "through.yaml").write_text(
+        "ThroughputCheck:\n  thresholds:\n"
+        "    ratio: {lower: -0.02, upper: null, unit: ratio}\n"
+        "    ratio_spread: {lower: null, upper: null, unit: fraction}\n  references: {}\n")
+    s = session("1", 1.7e9, 0.5)
+    s["runs"][0]["testcases"][0]["perfvalues"]["sys:part:ratio_spread"] = [
+        0.17, 0, None, None, "fraction", "pass"]
+    baseline.record([s], "sys", refs_dir=refs_dir)
+    entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
+        "sys:part"]["a=1"]["ratio"]
+    # range of 3 repeats / 1.7 = one repeat's sigma, x2 for the nights, x2.5
+    assert entry["lower"] == pytest.approx(-2.5 * 2 * 0.17 / 1.7)
+    assert entry["spread"]["band_from"] == "within-run"
+
+
+def test_a_correctness_figure_cannot_be_gated():
+    data = {"C": {"thresholds": {"bytes_written": {"lower": 0, "upper": 0, "unit": "B"},
+                                 "iterations_serial": {"lower": 0, "upper": 0,
+                                                       "unit": "iterations"},
+                                 "fields": {"lower": None, "upper": None, "unit": "fields"}}}}
+    errors = references.validate(data)
+    assert len(errors) == 2
+    assert all("correctness figure" in e for e in errors)
