@@ -25,6 +25,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 # bin/iostack's library and the ReFrame helpers are importable from every test.
 sys.path.insert(0, str(REPO / "lib"))
 sys.path.insert(0, str(REPO / "reframe-tests"))
+# helpers the tiers share: `from support import lmod`
+sys.path.insert(0, str(REPO / "tests"))
 
 TIERS = ("unit", "integration", "spack")
 _outcomes: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
