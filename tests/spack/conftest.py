@@ -22,6 +22,7 @@ from iostack import bundle, paths, spack
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
 LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "ior", "io500", "netcdf-output-bench",
+               "fdb-archive-bench",
                "nvme-stage", "compiler-wrapper", "gcc-runtime"}
 
 
