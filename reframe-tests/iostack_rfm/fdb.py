@@ -181,7 +181,7 @@ def write_figures(raw_jsons: list[str], writer_outs: list[list[str]], raw_syncs:
         'raw_write_bw': statistics.median(r for _, r in passes),
         'fdb_write_ratio': statistics.median(ratios),
         # (max - min) / median over the repetitions, beside the medians
-        'fdb_write_ratio_spread': (max(ratios) - min(ratios)) / statistics.median(ratios),
+        'fdb_write_ratio_spread': _spread(ratios),
         'fdb_write_bw_spread': _spread([f for f, _ in passes]),
     }
 
