@@ -51,14 +51,14 @@ from iostack import gates, references, results  # noqa: E402
 CGROUP = pathlib.Path("/sys/fs/cgroup")
 
 
-# What the nightly gates, per figure: the checks that measure it (ReFrame -n), the CPUs its
-# workload runs on, and its gated variables with their direction.
+# What the nightly gates, per figure: the checks that measure it (ReFrame -n, in the
+# nightly mode: its variants), and the CPUs its workload runs on.
 FIGURES = {
-    "fdb": {"checks": ["FdbThroughputCheck%durability=sync-flush%buffer_mib=64"], "cpus": 1},
-    "ior": {"checks": ["IorLayoutCheck%api=POSIX%nodes=1%size=small"], "cpus": 2},
-    "mdtest": {"checks": ["MdtestScalingCheck%processes=2%size=small"], "cpus": 2},
-    "io500": {"checks": ["IO500Check%nodes=1%stonewall=5"], "cpus": 2},
-    "netcdf": {"checks": ["NetcdfOutputCheck%size=small"], "cpus": 2},
+    "fdb": {"checks": ["FdbThroughputCheck"], "cpus": 1},
+    "ior": {"checks": ["IorLayoutCheck"], "cpus": 2},
+    "mdtest": {"checks": ["MdtestScalingCheck"], "cpus": 2},
+    "io500": {"checks": ["IO500Check"], "cpus": 2},
+    "netcdf": {"checks": ["NetcdfOutputCheck"], "cpus": 2},
     "pitzdaily": {"checks": ["OpenFOAMPitzDailyCheck"], "cpus": 1},
 }
 

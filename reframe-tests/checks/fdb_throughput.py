@@ -84,8 +84,6 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
     #: a site without strace)
     audit_steps = variable(int, value=2)
     writer_counts = variable(list, value=[1])
-    #: the release's fdb-archive-bench (its module), never a copy built here
-    app_features = ['fdb-archive-bench']
     # the site's stack only: timed once per partition (a node's own FDB, Debian's in
     # `builtin`, has the bit-identity checks; `-S valid_prog_environs=builtin` times it)
     valid_prog_environs = ['+fdb +stack']
@@ -95,6 +93,24 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
     def choose_partitions(self):
         # the small workload where the node is CI-sized, the large one everywhere else
         self.valid_systems = ['+fdb +small-io'] if self.size == 'small' else ['+fdb -small-io']
+
+    def uses_archive_bench(self):
+        return True
+
+    @run_after('init')
+    def need_the_releases_archive_bench(self):
+        # the key path runs the release's fdb-archive-bench (its module), never a copy
+        # built here
+        if self.uses_archive_bench():
+            self.require_app_features(['fdb-archive-bench'])
+
+    @run_after('setup')
+    def skip_where_there_is_no_archive_bench(self):
+        # an environment chosen by name (`-S valid_prog_environs=builtin`: Debian's FDB)
+        self.skip_if(self.uses_archive_bench() and 'fdb-archive-bench' not in
+                     self.current_environ.features,
+                     f'environment {self.current_environ.name} has no fdb-archive-bench: the '
+                     'key path runs the release\'s (environment `stack`)')
 
     @property
     def workload(self):
@@ -220,6 +236,9 @@ class FdbThroughputCheck(FdbWriteMeasurement):
     path = parameter(['message', 'key'])
     #: fdbBufferSize (synchronous) or fdbSizeAsyncBuffer (async), MiB; 64 is the default
     buffer_mib = parameter([64, 4])
+
+    def uses_archive_bench(self):
+        return self.path == 'key'
 
     @run_after('init')
     def set_tags(self):
