@@ -21,7 +21,7 @@ def netcdf_nightly(local_deploy):
         pytest.skip(reason)
     root, _ = local_deploy
     p = subprocess.run([IOSTACK, "nightly", "--site", "local", "--system", "local-slurm",
-                        "--local-slurm", "--root", str(root / "current"), "--",
+                        "--local-slurm", "--root", str(root), "--",
                         "-n", "NetcdfOutputCheck", "--skip-performance-check"],
                        capture_output=True, text=True, timeout=1800,
                        env={k: v for k, v in os.environ.items() if k != "SLURM_CONF"})
