@@ -27,7 +27,7 @@ Every night's processes (ReFrame, its jobs) run in the cgroup; each figure's che
 a night of their own. Sessions go to the campaign's own results DB (<out>/results.db), so
 the deployment's history never sees a slowed night. <out>/nights.jsonl has one line per
 night and figure: the slowdown, the session, the gated values. `analyse` replays the gates
-(iostack.gates) on them: each clean night against the other clean nights (leave one out),
+(iostack.regression.gates) on them: each clean night against the other clean nights (leave one out),
 each slowed night against all clean ones; and the history test on 3 slowed nights after
 the clean ones. Needs root (cgroups).
 """
@@ -46,7 +46,8 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "lib"))
 
-from iostack import gates, references, results  # noqa: E402
+from iostack.core import process  # noqa: E402
+from iostack.regression import gates, references, results  # noqa: E402
 
 CGROUP = pathlib.Path("/sys/fs/cgroup")
 
@@ -92,8 +93,8 @@ def direct_write_bps(where: pathlib.Path, mib: int = 256) -> float:
     """The scratch disk's direct-write rate now (dd oflag=direct), bytes/s."""
     probe = where / f".campaign-probe-{os.getpid()}"
     start = time.monotonic()
-    subprocess.run(["dd", "if=/dev/zero", f"of={probe}", "bs=1M", f"count={mib}",
-                    "oflag=direct", "status=none"], check=True)
+    process.run(["dd", "if=/dev/zero", f"of={probe}", "bs=1M", f"count={mib}",
+                 "oflag=direct", "status=none"])
     seconds = time.monotonic() - start
     probe.unlink()
     return mib * 2**20 / seconds
@@ -161,7 +162,7 @@ def values_of(report: dict) -> dict[str, float]:
 def night(root: pathlib.Path, out: pathlib.Path, figure: str, slowdown: str,
           disk_bps: float | None) -> dict:
     groups, settings = slowdown_groups(slowdown, figure, root, disk_bps)
-    env = {**os.environ, "RFM_SQLITE_DB_FILE": str(out / "results.db")}
+    env = {"RFM_SQLITE_DB_FILE": str(out / "results.db")}
     extra = []
     for check in FIGURES[figure]["checks"]:
         extra += ["-n", check]
@@ -182,8 +183,8 @@ def night(root: pathlib.Path, out: pathlib.Path, figure: str, slowdown: str,
             group.join()
 
     with open(log, "w") as f:
-        rc = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT,
-                            preexec_fn=enter).returncode
+        rc = process.start(cmd, env_extra=env, stdout=f, stderr=subprocess.STDOUT,
+                           preexec_fn=enter).wait()
     for group in groups:
         group.remove()
     text = log.read_text()

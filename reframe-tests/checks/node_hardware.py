@@ -22,7 +22,8 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before, sanity_function, variable
 
-from iostack import inventory as ansible_inventory
+from iostack.core import paths
+from iostack.site import facts as site_facts, inventory as ansible_inventory
 from iostack_rfm import nodestate
 from iostack_rfm.base import IostackMixin, parsed
 
@@ -40,7 +41,12 @@ class NodeHardwareCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     inventory = variable(str, value='')
 
     def inventory_dir(self):
-        return self.inventory or str(ansible_inventory.of_system(self.current_system.name))
+        if self.inventory:
+            return self.inventory
+        system = self.current_system.name
+        own = paths.ANSIBLE_INVENTORIES / system
+        return str(own if own.is_dir() else
+                   paths.ANSIBLE_INVENTORIES / site_facts.site_of_system(system))
 
     @run_before('run')
     def write_facts(self):

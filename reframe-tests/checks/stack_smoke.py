@@ -21,13 +21,15 @@ import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from iostack import paths, releases, sites, stack
+from iostack.core import paths
+from iostack.deployment import layout, stack
+from iostack.site import facts as site_facts
 from iostack_rfm import smoke
 from iostack_rfm.base import OPENMPI_AS_ROOT, IostackMixin, parsed
 
 # The site of the system ReFrame runs on, read when the checks load (like
 # reframe.utility.find_modules does), so the parameters are the site's own packages.
-SITE = sites.site_of_system(rt.runtime().system.name)
+SITE = site_facts.site_of_system(rt.runtime().system.name)
 ROOTS = {spec.key: spec for spec in stack.site_roots(SITE)}
 NO_LOCK = 'no-spack-lock'
 # Environment feature of the programming environment a compiler's builds are used in.
@@ -80,7 +82,7 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
 
     def spack(self, *args):
         """A Spack command on the deployment under test, as its job runs it."""
-        root = releases.deployment_of(deployment())
+        root = layout.deployment_of(deployment())
         return f'{paths.REPO}/bin/iostack spack --site {SITE} --root {root} -- ' + ' '.join(args)
 
     @run_before('run')

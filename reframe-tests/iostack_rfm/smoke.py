@@ -1,7 +1,7 @@
 """The stack smoke check's tables and readers: each package's main program and, where it
 has one, how it states its version (after Pawsey's practice of loading every module and
 running its program); what Spack says is installed and what its stand-alone tests said.
-The packages themselves come from the site's spack.lock (iostack.stack); their versions
+The packages themselves come from the site's spack.lock (iostack.deployment.stack); their versions
 are checked against Spack's installed spec, whatever a program prints. Bundle packages
 (nwp-env, ...) have no program: their module loads at the locked version. Standard
 library only.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from iostack.stack import RootSpec
+from iostack.deployment.stack import RootSpec
 
 #: the job line that lists the modules that did load (a job script goes on after a
 #: failed `module load`)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from iostack import paths
+from iostack.core import paths
 
 pytestmark = pytest.mark.skipif(not shutil.which("grib_filter"), reason="ecCodes tools not installed")
 

@@ -10,7 +10,8 @@ import shutil
 import pytest
 from support import lmod as lmodtool
 
-from iostack import deploy, paths
+from iostack.core import paths
+from iostack.deployment import deploy
 
 pytestmark = pytest.mark.skipif(not shutil.which("bash") or not
                                 __import__("os").path.exists(lmodtool.LMOD_INIT),

@@ -10,7 +10,8 @@ import subprocess
 import pytest
 from conftest import IOSTACK
 
-from iostack import results, slurm
+from iostack import slurm
+from iostack.regression import results
 from iostack_rfm import netcdf, slots
 
 

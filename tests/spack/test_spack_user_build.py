@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from iostack import paths
+from iostack.core import paths
 
 PROJECT = paths.REPO / "tests" / "data" / "user-build"
 

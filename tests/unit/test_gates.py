@@ -1,10 +1,10 @@
-"""The gates' arithmetic (iostack.gates): bands from the measured spread, and the history
+"""The gates' arithmetic (iostack.regression.gates): bands from the measured spread, and the history
 test of the last nights against the nights before; and the nightly's use of it on stored
 sessions. Whether the gates catch real slowdowns on this machine is in
 tests/unit/test_gates_campaign.py (nights of the sensitivity campaign)."""
 import pytest
 
-from iostack import gates, nightly, references, results
+from iostack.regression import gates, nightly, references, results
 
 
 def test_robust_spread_ignores_one_outlier_night():

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from iostack import paths
+from iostack.core import paths
 
 sys.path.insert(0, str(paths.REPO / "tools"))
 import sensitivity_campaign as campaign  # noqa: E402

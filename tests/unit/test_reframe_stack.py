@@ -2,7 +2,8 @@
 for every root of the local site and the modules the Lmod hierarchy needs."""
 import pytest
 
-from iostack import paths, sites, stack
+from iostack.deployment import stack
+from iostack.site import facts
 from iostack_rfm import smoke
 
 
@@ -34,38 +35,12 @@ def test_cray_builds_are_named_by_their_programming_environment():
     assert {("fdb", "cce"), ("fdb", "gnu"), ("ior", "gcc")} <= compilers
 
 
-@pytest.mark.parametrize("site", sites.spack_sites())
+@pytest.mark.parametrize("site", facts.spack_sites())
 def test_every_site_lock_parses_into_unique_keys(site):
     roots = stack.site_roots(site)
     assert roots, f"{site}: no roots in its spack.lock"
     keys = [r.key for r in roots]
     assert len(keys) == len(set(keys))
-
-
-def test_site_of_a_scheduler_variant_is_the_site():
-    assert sites.site_of_system("local-slurm") == "local"
-    assert sites.site_of_system("local") == "local"
-    assert sites.site_of_system("cray-ex") == "cray-ex"
-
-
-def test_one_site_of_system():
-    """The facts' (iostack.sites) is the only one: two disagreed, a third was called and
-    did not exist (NodeHardwareCheck crashed before it ran)."""
-    import ast
-
-    defined = [f"{path.relative_to(paths.REPO)}"
-               for root in (paths.REPO / "lib", paths.REFRAME_DIR)
-               for path in sorted(root.rglob("*.py"))
-               for node in ast.walk(ast.parse(path.read_text()))
-               if isinstance(node, ast.FunctionDef) and node.name == "site_of_system"]
-    assert defined == ["lib/iostack/sites.py"]
-
-
-def test_node_hardware_inventory_of_a_system_without_its_own_is_its_sites():
-    from iostack import inventory
-
-    assert inventory.of_system("local-slurm") == paths.ANSIBLE_INVENTORIES / "local"
-    assert inventory.of_system("local-cluster") == paths.ANSIBLE_INVENTORIES / "local-cluster"
 
 
 def spec(name, version, deps=(), external=None, build_system="cmake", craype=None):
