@@ -210,14 +210,13 @@ def with_case(s, name, result, fail_phase=None, perfvalues=None):
     # a real reference missed, not the no-baseline placeholder
     ("performance", {"sys:part:bw": [50.0, 100.0, -0.1, None, "MiB/s", "fail"]}),
 ])
-def test_record_baseline_refuses_a_session_that_failed_anything(refs_dir, capsys, phase,
-                                                                 perfvalues):
+def test_record_baseline_refuses_a_session_that_failed_anything(refs_dir, phase, perfvalues):
     failed = with_case(session("9", 1.7e9, 0.5), "OtherCheck", "fail", phase, perfvalues)
-    with pytest.raises(SystemExit):
+    with pytest.raises(Failed) as refused:
         baseline.choose_sessions([session("8", 1.6e9, 0.5), failed], "sys", count=2)
-    err = capsys.readouterr().err
-    assert f"session 9 failed on sys, so none of its values is a baseline: OtherCheck " \
-           f"@sys:part+env: {phase}" in err
+    assert str(refused.value).startswith(
+        f"session 9 failed on sys, so none of its values is a baseline: OtherCheck "
+        f"@sys:part+env: {phase}")
     # the passing one alone, named, is fine
     assert baseline.choose_sessions([session("8", 1.6e9, 0.5), failed], "sys", uuid="8")
 
