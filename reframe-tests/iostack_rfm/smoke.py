@@ -106,17 +106,24 @@ def program_problems(output: str, spec: RootSpec) -> list[str]:
     return []
 
 
+#: the summary line of `spack test run`, e.g. "=== 1 passed of 1 spec ===", "1 no_tests of
+#: 1 spec" (the recipe has none), "1 skipped of 1 spec" (an external)
+_SPACK_TEST_SUMMARY = re.compile(r"^=+ (.*?) of (\d+) specs? =+$", re.MULTILINE)
+
+
 def spack_test_status(text: str) -> str:
-    """What `spack test run` said of the spec: passed, failed, no-tests, or skipped."""
-    low = text.lower()
-    if re.search(r"\bfailed\b|\berrored\b", low) and not re.search(r"\b0 failed\b", low):
-        return "failed"
-    if "skipped" in low and "external" in low:
-        return "skipped"
-    if re.search(r"no tests? to run|no_tests|no-tests|no test functions", low):
-        return "no-tests"
-    if re.search(r"\bpassed\b", low):
-        return "passed"
+    """What `spack test run` of one spec said: passed, failed, no-tests, skipped, or
+    unknown (no summary line)."""
+    m = _SPACK_TEST_SUMMARY.search(text)
+    if not m:
+        return "unknown"
+    counts = dict((word, int(n)) for n, word in re.findall(r"(\d+) (\w+)", m.group(1)))
+    for status in ("failed", "errored"):
+        if counts.get(status):
+            return "failed"
+    for status in ("passed", "no_tests", "skipped"):
+        if counts.get(status):
+            return status.replace("_", "-")
     return "unknown"
 
 

@@ -109,11 +109,16 @@ def test_swap_changes_version_and_settings(lmod):
 
 
 def test_unload_keeps_what_the_user_loaded_before(lmod):
-    # depends_on, not load: openmpi and fdb were the user's, eccodes came with openifs-env
+    # depends_on, not load: openmpi and fdb (and what they load) were the user's, eccodes
+    # came with openifs-env
+    rc, before, err = lmod("module load openmpi fdb")
+    assert (rc, err) == (0, "")
     rc, env, err = lmod("module load openmpi fdb && module load openifs-env && "
                         "module unload openifs-env")
     assert (rc, err) == (0, "")
-    assert env["LOADEDMODULES"].split(":") == ["openmpi/4.1.4", "fdb/5.13.106"]
+    assert env["LOADEDMODULES"] == before["LOADEDMODULES"]
+    assert {"openmpi/4.1.4", "fdb/5.13.106"} <= set(env["LOADEDMODULES"].split(":"))
+    assert "eccodes/2.28.0" not in env["LOADEDMODULES"].split(":")
     assert "LMOD_FAMILY_OPENIFS_ENV" not in env
     # and what it brought itself goes with it
     rc, env, err = lmod("module load openifs-env && module unload openifs-env")

@@ -125,3 +125,18 @@ def test_the_program_on_path_must_be_the_installed_specs():
     assert smoke.program_problems(out.format(""), fdb) == ["fdb-info is not on PATH"]
     with pytest.raises(ValueError):
         smoke.installed("==> Error: No package matches the query: /abcdefg\n")
+
+
+@pytest.mark.parametrize("summary,status", [
+    # `spack test run` of one spec, as Spack 1.1 ends it
+    ("============================== 1 passed of 1 spec ==============================", "passed"),
+    ("============================= 1 no_tests of 1 spec =============================", "no-tests"),
+    ("============================= 1 skipped of 1 spec ==============================", "skipped"),
+    ("============================== 1 failed of 1 spec ==============================", "failed"),
+    ("==> Error: 1 test(s) in the suite failed.", "unknown"),
+])
+def test_what_spack_test_run_said(summary, status):
+    out = f"==> Spack test smoke-x\n==> Testing package x-1.0-abcdefg\n{summary}\n"
+    assert smoke.spack_test_status(out) == status
+    problems = smoke.spack_test_problems(out, "iostack-smoke: spack test rc=0\n")
+    assert (problems == []) == (status in ("passed", "no-tests", "skipped"))
