@@ -76,8 +76,7 @@ def test_every_version_loads_on_the_deployed_hierarchy(lmod, module):
         assert "openmpi/4.1.4" in loaded and "fdb/5.13.106" in loaded
         # the release's FDB, not Debian's 5.10.8 in /usr/bin
         assert err.strip() == "5.13.106"
-        assert env["FDB_ROOT"].startswith(str(paths.REPO.parent)) or "/opt/fdb-5.13.106-" in \
-            env["FDB_ROOT"]
+        assert "/opt/fdb-5.13.106-" in env["FDB_ROOT"]
     else:
         assert not any(m.startswith("fdb/") for m in loaded) and "FDB_ROOT" not in env
 
@@ -109,8 +108,7 @@ def test_swap_changes_version_and_settings(lmod):
 
 
 def test_unload_keeps_what_the_user_loaded_before(lmod):
-    # depends_on, not load: openmpi and fdb (and what they load) were the user's, eccodes
-    # came with openifs-env
+    # depends_on, not load: openmpi and fdb (and what they load, eccodes too) were the user's
     rc, before, err = lmod("module load openmpi fdb")
     assert (rc, err) == (0, "")
     rc, env, err = lmod("module load openmpi fdb && module load openifs-env && "
@@ -118,7 +116,6 @@ def test_unload_keeps_what_the_user_loaded_before(lmod):
     assert (rc, err) == (0, "")
     assert env["LOADEDMODULES"] == before["LOADEDMODULES"]
     assert {"openmpi/4.1.4", "fdb/5.13.106"} <= set(env["LOADEDMODULES"].split(":"))
-    assert "eccodes/2.28.0" not in env["LOADEDMODULES"].split(":")
     assert "LMOD_FAMILY_OPENIFS_ENV" not in env
     # and what it brought itself goes with it
     rc, env, err = lmod("module load openifs-env && module unload openifs-env")
@@ -156,11 +153,13 @@ def tree_copy(tree, tmp_path):
 
 
 def test_a_missing_dependency_is_an_error(lmod, tree_copy):
-    for fdb in tree_copy.parent.glob("openmpi/*/Core/fdb"):
-        shutil.rmtree(fdb)
+    # (the copy's openmpi module still points at the deployed tree's MPI level, so the
+    # release's table names an FDB that tree has not)
+    chains = tree_copy.parents[1] / deploy.MODULE_CHAINS
+    chains.write_text(chains.read_text().replace('"fdb/5.13.106"', '"fdb/9.9.9"'))
     rc, _, err = lmod("module load openifs-env", module_path=tree_copy)
     assert rc != 0
-    assert "fdb/5.13.106" in err
+    assert "fdb/9.9.9" in err
 
 
 def test_a_version_without_settings_is_refused(lmod, tree_copy):
