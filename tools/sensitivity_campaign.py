@@ -163,7 +163,9 @@ def night(root: pathlib.Path, out: pathlib.Path, figure: str, slowdown: str,
           disk_bps: float | None) -> dict:
     groups, settings = slowdown_groups(slowdown, figure, root, disk_bps)
     env = {"RFM_SQLITE_DB_FILE": str(out / "results.db")}
-    extra = []
+    # no retry: a night's figure is its one run (the nightly retries a failed case once, and
+    # a slowed night fails its references by design)
+    extra = ["--max-retries=0"]
     for check in FIGURES[figure]["checks"]:
         extra += ["-n", check]
     if slowdown.startswith("fdb-build:"):
