@@ -32,14 +32,31 @@ for the run scripts. FDB reads FDB5_CONFIG_FILE, set when the deployment has a c
 -- the name must be a shell identifier (Lmod 8.7 refuses anything else).
 family("openifs_env")
 
+-- What loads each package on this release's tree, its compiler's and MPI's modules first
+-- (fdb sits under openmpi/<version>/Core): <root>/etc/lmod/hierarchy.lua, which
+-- bin/iostack deploy writes from the release's spack.lock. Without it (a flat tree), a
+-- package's own name.
+local root = myFileName():match("^(.*)/modulefiles/[^/]+/openifs%-env/[^/]+$")
+local chains_file = root and pathJoin(root, "etc", "lmod", "hierarchy.lua")
+local chains = {}
+if chains_file and isFile(chains_file) then
+  chains = loadfile(chains_file)()
+end
+
 -- depends_on, not load: unloading this module leaves what the user had loaded before.
-depends_on("eccodes")
+local function need(name)
+  for _, module in ipairs(chains[name] or { name }) do
+    depends_on(module)
+  end
+end
+
+need("eccodes")
 if v.fdb then
-  depends_on("fdb")
+  need("fdb")
 end
 -- OpenIFS itself is built on the compute-stack sites only; elsewhere the tools suffice.
-if isAvail("openifs") then
-  depends_on("openifs")
+if chains["openifs"] or isAvail("openifs") then
+  need("openifs")
 end
 if isAvail("craype-hugepages2M") then
   depends_on("craype-hugepages2M")
@@ -49,7 +66,6 @@ setenv("IOSTACK_OIFS_OUTPUT", v.fdb and "fdb" or "grib")
 
 if v.fdb then
   -- <root>/modulefiles/Core/openifs-env/<version>.lua -> <root>/etc/fdb5/config.yaml
-  local root = myFileName():match("^(.*)/modulefiles/[^/]+/openifs%-env/[^/]+$")
   local config = root and pathJoin(root, "etc", "fdb5", "config.yaml")
   if config and isFile(config) then
     setenv("FDB5_CONFIG_FILE", config)

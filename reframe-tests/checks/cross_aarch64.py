@@ -15,16 +15,14 @@ dpkg architecture arm64: apt-packages.txt) and an environment has ecCodes' tools
 IOSTACK_SOURCE_MIRROR names the mirror (default: the one set-up registered);
 IOSTACK_NATIVE_FDB_PREFIX, if set, is compared too (e.g. the Spack-built FDB).
 """
-import os
 import sys
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, performance_function, run_before, sanity_function, variable
+from reframe.core.builtins import performance_function, run_before, sanity_function, variable
 
 from iostack.core import paths
 from iostack_rfm.base import IostackMixin
-from iostack_rfm.builds import GribGenBuild
 
 TOOLCHAINS = paths.REPO / 'toolchains'
 # gribgen's field set: t/u/v/z on the first levels, 2t/msl, every 6 h
@@ -44,7 +42,6 @@ class CrossAarch64StackCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     valid_prog_environs = ['+grib']
     nsteps = variable(int, value=3)
     nlevels = variable(int, value=3)
-    gribgen = fixture(GribGenBuild, scope='environment')
     time_limit = '3h'
     tags = {'nightly', 'toolchains', 'cross'}
     maintainers = ['iostack']
@@ -55,7 +52,6 @@ class CrossAarch64StackCheck(IostackMixin, rfm.RunOnlyRegressionTest):
 
     @run_before('run')
     def set_job(self):
-        gribgen = os.path.join(self.gribgen.stagedir, self.gribgen.executable)
         steps = '/'.join(str(6 * s) for s in range(self.nsteps))
         levels = '/'.join(map(str, LEVELS[:self.nlevels]))
         request = (f'retrieve,{MARS_BASE},levtype=pl,levelist={levels},param={PL_PARAMS},step={steps}\n'
@@ -76,7 +72,7 @@ class CrossAarch64StackCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             '-DENABLE_TESTS=OFF > fdb-bare.out 2>&1',
             'make -C fdb-bare/src/fdb5 io/SingleGribMungePartFileHandle.cc.o >> fdb-bare.out 2>&1; '
             'echo "fdb bare object rc=$?"',
-            f'{gribgen} input.grib {self.nsteps} {self.nlevels}',
+            f'python3 -m iostack_rfm.gribgen input.grib {self.nsteps} {self.nlevels}',
             f"printf '%s\\n' '{request}' > retrieve.req",
         ]
         self.executable = python

@@ -10,10 +10,9 @@ counts, and the two FDBs must report different versions (else nothing was crosse
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, performance_function, run_before, sanity_function
+from reframe.core.builtins import performance_function, run_before, sanity_function
 
 from iostack_rfm.base import IostackMixin
-from iostack_rfm.builds import GribGenBuild
 
 PL_PARAMS = '130/131/132/129'
 SFC_PARAMS = '167/151'
@@ -29,7 +28,6 @@ class FdbCrossVersionCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     descr = "fields one FDB version archives come back bit-identical from another"
     valid_systems = ['+fdb']
     valid_prog_environs = ['+fdb +fdb-pair']
-    gribgen = fixture(GribGenBuild, scope='environment')
     executable = 'true'
     tags = {'bit-identity', 'fdb', 'upgrade', 'nightly'}
 
@@ -45,7 +43,7 @@ class FdbCrossVersionCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             'NEW=$(dirname "$(command -v fdb-write)")',
             f'OLD={other}',
             'echo "fdb versions: new=$($NEW/fdb-info --version) old=$($OLD/fdb-info --version)"',
-            f'{self.gribgen.program_path} direct.grib {NSTEPS} {NLEVELS}',
+            f'python3 -m iostack_rfm.gribgen direct.grib {NSTEPS} {NLEVELS}',
             f"printf '%s\\n' '{request}' > retrieve.req",
             # an FDB's schema: its prefix's, else the system's (Debian's /etc/fdb/schema)
             'schema_of() { for f in "$1/../etc/fdb/schema" "$1/../share/fdb/schema" '

@@ -22,8 +22,8 @@ medians. Throughput is all writers' bytes over the slowest writer's time, on bot
 Two archive paths (`path`):
 - message: fdb-hammer, FDB's own benchmark: FDB decodes every GRIB message (ecCodes) to find
   its key;
-- key: fdb-archive-bench (src/), which archives with the key it already has,
-  fdb5::FDB::archive(key, data, length), as the IFS I/O server does.
+- key: fdb-archive-bench (src/, the release's own: its module), which archives with the
+  key it already has, fdb5::FDB::archive(key, data, length), as the IFS I/O server does.
 `fdb_cpu_per_gib` is the writer processes' CPU seconds (user + sys, all threads: eckit's
 asynchronous writers too) per GiB archived, start-up and each program's re-encoding of the
 fields' headers included alike; the two paths' difference is what the decode costs.
@@ -48,7 +48,6 @@ template is an ensemble member (type pf, stream enfo) because fdb-hammer sets `n
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (
-    fixture,
     parameter,
     performance_function,
     run_after,
@@ -60,7 +59,6 @@ from reframe.core.builtins import (
 from iostack.core import paths
 from iostack_rfm import fdb
 from iostack_rfm.base import IostackMixin, parsed
-from iostack_rfm.builds import FdbArchiveBenchBuild, GribGenBuild
 
 MiB = 1024 * 1024
 
@@ -75,7 +73,8 @@ GRID = (721, 1440)
 SCRIPT = paths.REFRAME_DIR / 'iostack_rfm' / 'templates' / 'fdb-throughput.sh'
 LIST_REQUEST = 'class=od,expver=0001'
 #: iostack_rfm.fdb.write_figures' figures and their units
-FIGURES = (('fdb_write_ratio', 'ratio'), ('fdb_write_bw', 'MiB/s'), ('raw_write_bw', 'MiB/s'))
+FIGURES = (('fdb_write_ratio', 'ratio'), ('fdb_write_bw', 'MiB/s'), ('raw_write_bw', 'MiB/s'),
+           ('fdb_write_ratio_spread', 'fraction'), ('fdb_write_bw_spread', 'fraction'))
 
 
 class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
@@ -91,8 +90,6 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
     #: a site without strace)
     audit_steps = variable(int, value=2)
     writer_counts = variable(list, value=[1])
-    gribgen = fixture(GribGenBuild, scope='environment')
-    bench = fixture(FdbArchiveBenchBuild, scope='environment')
     # the site's stack only: timed once per partition (a node's own FDB, Debian's in
     # `builtin`, has the bit-identity checks; `-S valid_prog_environs=builtin` times it)
     valid_prog_environs = ['+fdb +stack']
@@ -102,6 +99,24 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
     def choose_partitions(self):
         # the small workload where the node is CI-sized, the large one everywhere else
         self.valid_systems = ['+fdb +small-io'] if self.size == 'small' else ['+fdb -small-io']
+
+    def uses_archive_bench(self):
+        return True
+
+    @run_after('init')
+    def need_the_releases_archive_bench(self):
+        # the key path runs the release's fdb-archive-bench (its module), never a copy
+        # built here
+        if self.uses_archive_bench():
+            self.require_app_features(['fdb-archive-bench'])
+
+    @run_after('setup')
+    def skip_where_there_is_no_archive_bench(self):
+        # an environment chosen by name (`-S valid_prog_environs=builtin`: Debian's FDB)
+        self.skip_if(self.uses_archive_bench() and 'fdb-archive-bench' not in
+                     self.current_environ.features,
+                     f'environment {self.current_environ.name} has no fdb-archive-bench: the '
+                     'key path runs the release\'s (environment `stack`)')
 
     @property
     def workload(self):
@@ -116,7 +131,7 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
         """One writer's command; %W, %N and %S are its index, the writer count, the steps.
         This one: the key path (fdb-archive-bench)."""
         w = self.workload
-        return [self.bench.program_path, '--path', 'key', '--template', 'template.grib',
+        return ['fdb-archive-bench', '--path', 'key', '--template', 'template.grib',
                 '--nsteps', '%S', '--members', str(w['members']), '--nparams', str(w['nparams']),
                 '--writer', '%W', '--writers', '%N']
 
@@ -142,8 +157,7 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
             'mkdir -p fdb-home/etc/config',
             f"printf '{resources}' > fdb-home/etc/config/local",
             # one ensemble-member field on level 1 as the writers' template
-            f'{self.gribgen.program_path} fields.grib 1 1 {GRID[0]} {GRID[1]}',
-            'grib_copy -w count=1 fields.grib first.grib',
+            f'python3 -m iostack_rfm.gribgen first.grib 1 1 {GRID[0]} {GRID[1]} --count 1',
             'grib_set -s productDefinitionTemplateNumber=1,type=pf,stream=enfo,number=1,level=1'
             ' first.grib template.grib',
         ]
@@ -229,6 +243,9 @@ class FdbThroughputCheck(FdbWriteMeasurement):
     #: fdbBufferSize (synchronous) or fdbSizeAsyncBuffer (async), MiB; 64 is the default
     buffer_mib = parameter([64, 4])
 
+    def uses_archive_bench(self):
+        return self.path == 'key'
+
     @run_after('init')
     def set_tags(self):
         self.tags = {'fdb', 'performance', 'weekly'}
@@ -265,7 +282,7 @@ class FdbThroughputCheck(FdbWriteMeasurement):
             return [f'fdb-hammer --read --statistics --nsteps={w["nsteps"]} '
                     f'{" ".join(self._hammer_args())} template.grib > hammer-read.out',
                     'echo "read rc=$?"']
-        return [f'{self.bench.program_path} --verify --template template.grib '
+        return [f'fdb-archive-bench --verify --template template.grib '
                 f'--nsteps {w["nsteps"]} --members {w["members"]} --nparams {w["nparams"]} '
                 '> verify.out', 'echo "read rc=$?"']
 

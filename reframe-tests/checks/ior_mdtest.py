@@ -2,14 +2,18 @@
 
 IorLayoutCheck: one job writes and reads the same bytes twice, first one file per process
 (`-F`, GBmolDD's output) then one shared file (the audit's advice: MPI-IO, parallel NetCDF
-or HDF5), each verified by IOR itself (-W: read back after write, -R: after read), with the
-summary showing the tasks, repetitions, layout and aggregate size asked for. Performance:
-write and read MiB/s of both layouts and shared/per-process ratio of the writes.
+or HDF5), each verified by IOR itself (-W: read back after write, -R: after read), with its
+JSON summary (`-O summaryFormat=JSON`) showing the tasks, repetitions, layout and aggregate
+size asked for. With the POSIX API the data go to the device, not the page cache
+(`--posix.odirect`, `direct_io`): a slower disk is what the write figures are there to see.
+Performance: the median write and read MiB/s of the repetitions for both layouts, each with
+its spread ((max - min) / median), and the shared/per-process ratio of the writes.
 
 MdtestScalingCheck: mdtest with a growing number of processes, creating, stat-ing, reading
 and removing `files_per_task` empty files per process in one shared directory and then in a
 directory per process; the summary must count tasks x files. The creation rate against the
-process count is the metadata cost [POP-GBmolDD] saw grow.
+process count is the metadata cost [POP-GBmolDD] saw grow. Rates are the median of 3
+iterations, with their spread.
 
 IOR is not a Debian package: these run where the stack has an `ior` module (feature `ior`).
 On a CI-sized node (`+small-io`) they run on one node with sizes of tens of MiB (`size`).
@@ -55,11 +59,15 @@ class IorBenchmark(AppCheck):
         self.prerun_cmds.append(self.step('cleanup', f'rm -rf {data}'))
         self.executable = 'true'
 
+    def pattern_files(self, name):
+        """The files a pattern's `problems` reads (default: its output)."""
+        return [f'{name}.out']
+
     def patterns_ok(self, problems, expected):
-        """Sanity: every step exited 0, and `problems` finds none in each pattern's output
+        """Sanity: every step exited 0, and `problems` finds none in each pattern's files
         ({pattern: what was asked of it, as keyword arguments of `problems`})."""
         return sn.all([self.steps_ok(['prepare', *self.patterns, 'cleanup'])] + [
-            sn.assert_eq(parsed(problems, f'{name}.out', **expected[name]), [],
+            sn.assert_eq(parsed(problems, *self.pattern_files(name), **expected[name]), [],
                          msg=f'{name}: {{0}}')
             for name in self.patterns])
 
@@ -74,6 +82,8 @@ class IorLayoutCheck(IorBenchmark):
     transfer = variable(str, value='1m')
     segments = variable(int, value=1)
     repetitions = variable(int, value=3)
+    #: POSIX data to the device (O_DIRECT), past the page cache
+    direct_io = variable(bool, value=True)
 
     @run_after('init')
     def set_tags_and_perf_variables(self):
@@ -86,7 +96,11 @@ class IorLayoutCheck(IorBenchmark):
         for layout in LAYOUTS:
             for operation in ('write', 'read'):
                 self.perf_variables[f'{operation}_{layout}'] = sn.make_performance_function(
-                    self._mean(layout, operation), 'MiB/s')
+                    self._median(layout, operation), 'MiB/s')
+                self.perf_variables[f'{operation}_{layout}_spread'] = \
+                    sn.make_performance_function(parsed(ior.bandwidth_spread,
+                                                        f'ior-{layout}.json',
+                                                        operation=operation), 'fraction')
 
     @run_before('run')
     def set_job(self):
@@ -95,11 +109,17 @@ class IorLayoutCheck(IorBenchmark):
         for layout, fpp in LAYOUTS.items():
             options = (f'-a {self.api} -b {self.block} -t {self.transfer} -s {self.segments} '
                        f'-i {self.repetitions} -w -r -W -R -C -e -g'
-                       + (' -F' if fpp else '') + f' -o {data}/{layout}/testfile')
+                       + (' -F' if fpp else '')
+                       + (' --posix.odirect' if self.direct_io and self.api == 'POSIX' else '')
+                       + f' -o {data}/{layout}/testfile'
+                       + f' -O summaryFormat=JSON -O summaryFile=ior-{layout}.json')
             self.patterns[f'ior-{layout}'] = (f'mkdir -p {data}/{layout} && '
                                               f'{self.mpi_command()} ior {options} '
                                               f'> ior-{layout}.out 2>&1')
         self.set_pattern_steps(data)
+
+    def pattern_files(self, name):
+        return [f'{name}.json', f'{name}.out']
 
     @sanity_function
     def validate(self):
@@ -109,13 +129,12 @@ class IorLayoutCheck(IorBenchmark):
                                   api=self.api)
             for layout, fpp in LAYOUTS.items()})
 
-    def _mean(self, layout, operation):
-        return parsed(ior.summary_value, f'ior-{layout}.out', operation=operation,
-                      column='Mean(MiB)')
+    def _median(self, layout, operation):
+        return parsed(ior.median_bandwidth, f'ior-{layout}.json', operation=operation)
 
     @performance_function('ratio')
     def write_shared_vs_fpp(self):
-        return self._mean('shared', 'write') / self._mean('fpp', 'write')
+        return self._median('shared', 'write') / self._median('fpp', 'write')
 
 
 @rfm.simple_test
@@ -141,6 +160,8 @@ class MdtestScalingCheck(IorBenchmark):
                 name = f'{op.split()[1]}_{mode.replace("-", "_")}'
                 self.perf_variables[name] = sn.make_performance_function(
                     parsed(ior.mdtest_rate, f'mdtest-{mode}.out', operation=op), 'ops/s')
+                self.perf_variables[f'{name}_spread'] = sn.make_performance_function(
+                    parsed(ior.mdtest_spread, f'mdtest-{mode}.out', operation=op), 'fraction')
 
     @run_after('setup')
     def fill_nodes(self):

@@ -1,7 +1,8 @@
 """Parallel NetCDF output of the INM RAS earth-system model ([INMCM-NetCDF]): the four ways the
 seed compares (serial direct-access files from rank 0, separate NetCDF file per field,
 combined file per output type, batching several records in memory before writing), run one
-after the other in one job by src/netcdf-output-bench, built here with CMake.
+after the other in one job by src/netcdf-output-bench: the release's own, through its
+module (environment feature `netcdf-output-bench`), never a copy built here.
 
 Durability is explicit (`--sync`): netCDF-C syncs each file at enddef and at close (HDF5,
 MPI_File_sync) while the serial files and PnetCDF never sync by themselves, so without a
@@ -17,23 +18,24 @@ too; and every run's data checksum is the same (the values are a function of the
 position, whatever the mode, library, access, sync or rank count).
 
 Performance: at `--sync step` each mode's time (the slowest rank's, file creation to close)
-and its phases (create/define, write, close: each the slowest rank's), the bytes written,
-and the batching/serial speedup (serial seconds / batching seconds) the seed reports
-batching to win; the same speedup at `--sync none`; with netCDF-C also combined and
-batching with independent access, and combined's collective/independent time ratio (the
-seed recommends collective access at scale).
+and its phases (create/define, write, close: each the slowest rank's), and the
+batching/serial speedup (serial seconds / batching seconds) the seed reports batching to
+win: serial and batching run `repeats` times, interleaved, and their times and speedup are
+the medians over the repeats, with the speedup's spread beside it; the same speedup at
+`--sync none`; with netCDF-C also combined and batching with independent access, and
+combined's collective/independent time ratio (the seed recommends collective access at
+scale). The bytes written are correctness, asserted in the sanity function, not a figure.
 
 NetcdfOutputScalingCheck (weekly) sweeps the ranks, 1, 2, 4, ... up to a node's cores, for
 both grids (INMCM6P and INMCM6M), serial against batching at `--sync step`.
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
+from reframe.core.builtins import (parameter, run_after,
                                    run_before, sanity_function, variable)
 
 from iostack_rfm import netcdf
-from iostack_rfm.base import AppCheck
-from iostack_rfm.builds import NetcdfOutputBenchBuild
+from iostack_rfm.base import AppCheck, median, spread
 
 SIZES = {
     # CI-sized nodes: one INMCM6P day on 2 ranks, seconds per mode
@@ -55,9 +57,8 @@ def _verify_field(run, key, conv=str):
 class NetcdfOutputRuns(AppCheck):
     """Runs of the benchmark as steps of one job, each checked in full."""
 
-    app_features = ['netcdf']
+    app_features = ['netcdf', 'netcdf-output-bench']
     library = parameter(['netcdf', 'pnetcdf'])
-    bench = fixture(NetcdfOutputBenchBuild, scope='environment')
     #: records held per field in batching mode (the benchmark's default)
     batch = variable(int, value=8)
     time_limit = '30m'
@@ -94,7 +95,7 @@ class NetcdfOutputRuns(AppCheck):
                     f'--output-dir {out}/{run} --verify')
             self.prerun_cmds += [
                 self.step(f'write-{run}', f'rm -rf {out}/{run} && {self._launch(ranks)} '
-                          f'{self.bench.program_path} {args} > {run}.out 2> {run}.err'),
+                          f'netcdf-output-bench {args} > {run}.out 2> {run}.err'),
                 # counted by the file system, not by the benchmark
                 self.step(f'count-{run}',
                           f'echo "on-disk run={run} files=$(find {out}/{run} -type f | wc -l)'
@@ -135,12 +136,15 @@ class NetcdfOutputRuns(AppCheck):
         return _summary_field(run, f'{phase}_seconds' if phase else 'seconds', float)
 
 
+
 @rfm.simple_test
 class NetcdfOutputCheck(NetcdfOutputRuns):
     descr = ('NetCDF output: serial/separate/combined/batching at --sync step and none, '
              'verified ([INMCM-NetCDF])')
     size = parameter(['small', 'large'])
     num_tasks = 2
+    #: runs of serial and batching at `--sync step` (interleaved); figures are their medians
+    repeats = variable(int, value=3)
 
     @run_after('init')
     def choose_partitions_and_tags(self):
@@ -157,9 +161,16 @@ class NetcdfOutputCheck(NetcdfOutputRuns):
     def workload(self):
         return SIZES[self.size]
 
+    def repeat_runs(self, mode):
+        """The names of `mode`'s runs at --sync step, the first one being `mode`."""
+        return [mode] + [f'{mode}-r{i}' for i in range(2, self.repeats + 1)]
+
     def runs(self):
         n = self.num_tasks
         runs = {mode: (mode, '--sync step', n) for mode in netcdf.MODES}
+        for i in range(1, self.repeats):
+            for mode in ('serial', 'batching'):
+                runs[self.repeat_runs(mode)[i]] = (mode, '--sync step', n)
         runs.update({f'{mode}-sync-none': (mode, '--sync none', n)
                      for mode in ('serial', 'batching')})
         if self.library == 'netcdf':
@@ -171,12 +182,20 @@ class NetcdfOutputCheck(NetcdfOutputRuns):
     def set_perf_variables(self):
         perf = self.perf_variables
         for mode in netcdf.MODES:
-            perf[f'seconds_{mode}'] = sn.make_performance_function(self.seconds(mode), 's')
+            runs = self.repeat_runs(mode) if mode in ('serial', 'batching') else [mode]
+            perf[f'seconds_{mode}'] = sn.make_performance_function(
+                median(*(self.seconds(run) for run in runs)), 's')
             for phase in PHASES:
                 perf[f'{phase}_seconds_{mode}'] = sn.make_performance_function(
-                    self.seconds(mode, phase), 's')
+                    median(*(self.seconds(run, phase) for run in runs)), 's')
+        speedups = [self.seconds(serial) / self.seconds(batching) for serial, batching in
+                    zip(self.repeat_runs('serial'), self.repeat_runs('batching'), strict=True)]
         perf['speedup_batching_serial_sync_step'] = sn.make_performance_function(
-            self.seconds('serial') / self.seconds('batching'), 'x')
+            median(*speedups), 'x')
+        perf['speedup_batching_serial_sync_step_spread'] = sn.make_performance_function(
+            spread(*speedups), 'fraction')
+        perf['seconds_batching_spread'] = sn.make_performance_function(
+            spread(*(self.seconds(run) for run in self.repeat_runs('batching'))), 'fraction')
         perf['speedup_batching_serial_sync_none'] = sn.make_performance_function(
             self.seconds('serial-sync-none') / self.seconds('batching-sync-none'), 'x')
         if self.library == 'netcdf':
@@ -185,10 +204,6 @@ class NetcdfOutputCheck(NetcdfOutputRuns):
                     self.seconds(f'{mode}-independent'), 's')
             perf['collective_over_independent_combined'] = sn.make_performance_function(
                 self.seconds('combined') / self.seconds('combined-independent'), 'x')
-
-    @performance_function('B')
-    def bytes_written(self):
-        return _summary_field('batching', 'bytes', int)
 
 
 @rfm.simple_test

@@ -1,15 +1,17 @@
-"""Stack smoke check: every package of the site loads and answers with its version.
+"""Stack smoke check: every package of the site's release is installed as locked, its module
+loads, its program answers, and the tests its recipe ships pass.
 
-One test case per root spec of the site's committed spack.lock (so the list follows the
-stack, never a hand-kept list): load the package's module (after its MPI's, as the Lmod
-hierarchy requires), run its main executable's version query (iostack_rfm.smoke) and
-compare the version it reports with the lock's.
-
-Where the site's module tree is absent ($IOSTACK_ROOT/modulefiles/Core, made by
-`bin/iostack deploy`), as on CI's `local` without Spack: packages the lock marks external
-(Debian's, on PATH) are still queried from their prefix, with the module-load part skipped
-and said so in the job output and the report (`module_check`); a package Spack would
-build fails, since nothing else provides it.
+One test case per root spec of the release's spack.lock (so the list follows the stack,
+never a hand-kept list). Each job:
+- loads the package's module after its compiler's and MPI's, as the Lmod hierarchy needs;
+  a module tree that is missing or a module that does not load fails the case;
+- asks Spack for the installed spec of the lock's hash (`spack find /<hash>`): its version
+  must be the lock's, and the program on PATH must be the one in that prefix;
+- runs the program's own version query where it has one (iostack_rfm.smoke) and compares;
+- runs the recipe's stand-alone tests (`spack test run /<hash>`): they must pass, or Spack
+  must say there are none (an external is not tested: its package is the system's).
+Spack runs as `bin/iostack spack --site <site> --root <deployment>`, the deployment's own
+install tree and configuration.
 """
 import os
 import pathlib
@@ -18,12 +20,12 @@ import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
-from reframe.core.logging import getlogger
 
-from iostack.deployment import stack
+from iostack.core import paths
+from iostack.deployment import layout, stack
 from iostack.site import facts as site_facts
 from iostack_rfm import smoke
-from iostack_rfm.base import IostackMixin, parsed
+from iostack_rfm.base import OPENMPI_AS_ROOT, IostackMixin, parsed
 
 # The site of the system ReFrame runs on, read when the checks load (like
 # reframe.utility.find_modules does), so the parameters are the site's own packages.
@@ -34,34 +36,40 @@ NO_LOCK = 'no-spack-lock'
 COMPILER_FEATURES = {'cce': 'cce', 'cray': 'cce', 'gnu': 'gnu', 'gcc': 'gnu'}
 
 
-def module_tree():
-    """The site's Lmod Core directory, where bin/iostack says the deployment is."""
+def deployment():
+    """The deployment under test (IOSTACK_ROOT, set by bin/iostack: a release or a root)."""
     root = os.environ.get('IOSTACK_ROOT')
     if not root and os.environ.get('IOSTACK_RFM_STATE'):
         root = str(pathlib.Path(os.environ['IOSTACK_RFM_STATE']).parent)
-    return pathlib.Path(root) / 'modulefiles' / 'Core' if root else None
+    return pathlib.Path(root) if root else None
+
+
+def module_tree():
+    """The site's Lmod Core directory, where bin/iostack says the deployment is."""
+    root = deployment()
+    return root / 'modulefiles' / 'Core' if root else None
 
 
 @rfm.simple_test
 class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
-    descr = "a stack package's module loads and its program reports the locked version"
+    descr = "a stack package is installed as locked, loads, answers, and passes its tests"
     package = parameter(sorted(ROOTS) or [NO_LOCK])
     valid_systems = ['*']
     valid_prog_environs = ['+stack']
     num_tasks = 1
     tags = {'smoke', 'stack', 'nightly'}
-    #: how the module part went: `loaded`, `external-module`, or why it was skipped
-    module_check = variable(str, value='')
     #: version the site's spack.lock pins
     expected_version = variable(str, value='')
-    #: set when the check cannot run the query at all; the sanity stage reports it
+    #: set when the check cannot run at all; the sanity stage reports it
     setup_error = variable(str, value='')
+    #: what `spack test run` said: passed, no-tests, skipped (an external), failed
+    spack_test = variable(str, value='')
 
     @run_after('init')
     def describe(self):
         spec = ROOTS.get(self.package)
         self.expected_version = spec.version if spec else ''
-        self.descr = f'{self.package} of site {SITE} loads and reports its version'
+        self.descr = f'{self.package} of site {SITE}: installed, loads, answers, tested'
         # a CCE build in the Cray environment, a GNU build in the GNU one
         feature = COMPILER_FEATURES.get(spec.compiler) if spec else None
         if feature:
@@ -72,6 +80,11 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         self.executable = 'echo'
         self.executable_opts = [f'"iostack-smoke: ERROR {message}"']
 
+    def spack(self, *args):
+        """A Spack command on the deployment under test, as its job runs it."""
+        root = layout.deployment_of(deployment())
+        return f'{paths.REPO}/bin/iostack spack --site {SITE} --root {root} -- ' + ' '.join(args)
+
     @run_before('run')
     def set_job(self):
         spec = ROOTS.get(self.package)
@@ -79,51 +92,61 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             return self._fail_early(
                 f'site {SITE} has no spack.lock ({stack.lock_path(SITE)}): '
                 f'run bin/iostack lock --update {SITE}')
-        query = smoke.version_query(spec)
-        if query is None:
-            return self._fail_early(
-                f'no version query known for {spec.name}: add one to '
-                'reframe-tests/iostack_rfm/smoke.py VERSION_QUERIES')
         tree = module_tree()
-        self.prerun_cmds = []
-        if tree is not None and tree.is_dir():
-            self.modules = spec.modules_to_load()
-            self.module_check = 'loaded'
-        elif spec.external_modules:
-            # an external the site provides as a module (e.g. the Cray PE's)
-            self.modules = list(spec.external_modules)
-            self.module_check = 'external-module'
-        elif spec.external_prefix:
-            self.module_check = (f'skipped: module tree {tree} absent (bin/iostack deploy '
-                                 f'--site {SITE} makes it); external from {spec.external_prefix}')
-            getlogger().warning(f'{self.display_name}: module load {spec.module} '
-                                f'{self.module_check}')
-            self.prerun_cmds.append(f'echo "iostack-smoke: module load {spec.module} '
-                                    f'{self.module_check}"')
-            if spec.external_prefix not in ('/usr', '/'):
-                self.prerun_cmds.append(f'export PATH={spec.external_prefix}/bin:$PATH')
-            if query.path_setup:
-                self.prerun_cmds.append(query.path_setup.format(prefix=spec.external_prefix))
-        else:
+        if tree is None or not tree.is_dir():
             return self._fail_early(
-                f'module tree {tree} absent and {spec.name} is built by Spack: '
-                f'run bin/iostack deploy --site {SITE}')
-        if self.modules:
-            # a job script goes on after a failed `module load`: list what did load
-            self.prerun_cmds.append(smoke.LOADED_MODULES_LINE)
-        self.executable = query.command
+                f'module tree {tree} absent: deploy the site (bin/iostack deploy --site '
+                f'{SITE}) and run the check on it')
+        self.modules = spec.modules_to_load()
+        # a job script goes on after a failed `module load`: list what did load
+        self.prerun_cmds = [smoke.LOADED_MODULES_LINE]
+        query = smoke.version_query(spec)
+        self.executable = query.command if query else 'true'
+        self.env_vars.update(OPENMPI_AS_ROOT)     # MPI programs' tests run as root in CI
+        self.postrun_cmds = [
+            self.spack('find', '--format', f"'{smoke.INSTALLED_FORMAT}'", f'/{spec.hash}'),
+            'echo "iostack-smoke: spack find rc=$?"',
+            # the program on PATH (none for a library or a bundle)
+            f'echo "iostack-smoke: on PATH {smoke.program(spec) or "-"} '
+            f'$(command -v {smoke.program(spec) or "true"})"',
+            f'{self.spack("test", "run", "--alias", f"smoke-{spec.name}-{spec.hash[:7]}", f"/{spec.hash}")}'
+            ' > spack-test.out 2>&1',
+            'echo "iostack-smoke: spack test rc=$?"',
+        ]
 
     @sanity_function
     def validate(self):
         if self.setup_error:
             return sn.assert_false(self.setup_error, msg=self.setup_error)
-        query = smoke.version_query(ROOTS[self.package])
-        reported = parsed(smoke.reported_version, self.stdout, query=query)
-        checks = [sn.assert_eq(reported, self.expected_version,
-                               msg=f'{self.package} reports version {{0}}, '
-                                   f'spack.lock of {SITE} pins {{1}}')]
-        if self.modules:
-            loaded = parsed(smoke.loaded_modules, self.stdout)
-            for module in self.modules:
-                checks.append(sn.assert_in(module, loaded, msg=f'module {module} did not load'))
+        spec = ROOTS[self.package]
+        installed = parsed(smoke.installed, self.stdout)
+        checks = [
+            sn.assert_found(r'^iostack-smoke: spack find rc=0$', self.stdout,
+                            msg=f'Spack has no installed spec /{spec.hash} ({self.package})'),
+            sn.assert_eq(sn.getitem(installed, 'version'), self.expected_version,
+                         msg=f'{self.package}: Spack installed version {{0}}, '
+                             f'spack.lock of {SITE} pins {{1}}'),
+            sn.assert_eq(parsed(smoke.program_problems, self.stdout, spec=spec), [],
+                         msg='{0}'),
+            sn.assert_eq(parsed(smoke.spack_test_problems, 'spack-test.out', self.stdout), [],
+                         msg=f'{self.package}: spack test run: {{0}}'),
+        ]
+        query = smoke.version_query(spec)
+        if query is not None:
+            reported = parsed(smoke.reported_version, self.stdout, query=query)
+            checks.append(sn.assert_eq(reported, self.expected_version,
+                                       msg=f'{self.package} reports version {{0}}, '
+                                           f'spack.lock of {SITE} pins {{1}}'))
+        loaded = parsed(smoke.loaded_modules, self.stdout)
+        for module in self.modules:
+            checks.append(sn.assert_in(module, loaded, msg=f'module {module} did not load'))
         return sn.all(checks)
+
+    @run_before('sanity')
+    def name_what_spack_tested(self):
+        """What `spack test run` said (iostack_rfm.smoke.spack_test_status), kept in the
+        report beside the case."""
+        path = os.path.join(self.stagedir, 'spack-test.out')
+        if not self.setup_error and os.path.isfile(path):
+            with open(path, errors='replace') as f:
+                self.spack_test = smoke.spack_test_status(f.read())

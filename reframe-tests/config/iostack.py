@@ -18,7 +18,9 @@
 # it) and by the
 # applications and benchmarks the site's stack has (reframe-tests/iostack_rfm/apps):
 #   openifs, openfoam, ior (IOR and mdtest), io500, netcdf (parallel netCDF-C and PnetCDF),
-#   nvme-stage, darshan (darshan-runtime, for LD_PRELOAD)
+#   nvme-stage, darshan (darshan-runtime, for LD_PRELOAD), and the stack's own benchmarks
+#   netcdf-output-bench and fdb-archive-bench (the checks run the release's, never a copy
+#   they build; Debian has neither, so `builtin` does not offer them)
 #
 # Partition `extras` the checks read (iostack_rfm.site):
 #   io_dir            where I/O checks write (default: the stage directory)
@@ -322,6 +324,8 @@ site_configuration = {
                                *[f.name for f in _FROM_FACTS if f.os.startswith('debian')]],
             **_MPI_ENVIRONMENT,
             'features': _MPI_FEATURES + ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
+            # netcdf: Debian's parallel netCDF-C and PnetCDF; netcdf-output-bench is the
+            # stack's (environment `stack`)
             'extras': _OPENMP_FLAG,
             # Debian's OpenFOAM finds its etc/ through WM_PROJECT_DIR; its tutorials are
             # package openfoam-examples
@@ -335,10 +339,12 @@ site_configuration = {
             # (`-S valid_prog_environs=builtin`).
             'name': 'stack',
             'target_systems': ['local', 'local-slurm', *[f.name for f in _FROM_FACTS]],
-            'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage'],
+            'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage', 'fdb-archive-bench',
+                        'netcdf-output-bench'],
             **_MPI_ENVIRONMENT,
             'features': _MPI_FEATURES + ['stack', 'gnu', 'fdb', 'grib', 'eccodes', 'ior',
-                                         'io500', 'nvme-stage', 'fdb-pair'],
+                                         'io500', 'nvme-stage', 'fdb-pair', 'netcdf',
+                                         'netcdf-output-bench', 'fdb-archive-bench'],
             # the second FDB for the cross-version check: Debian's
             'extras': {'other_fdb_bin': '/usr/bin', **_OPENMP_FLAG},
         },
@@ -357,9 +363,12 @@ site_configuration = {
             'target_systems': ['cray-ex'],
             'modules': ['PrgEnv-gnu', 'eccodes', 'fdb', 'fio'],
             'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
-            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf'],
+            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
+                         'netcdf-output-bench', 'fdb-archive-bench'],
             'extras': {'app_modules': {'ior': ['ior'], 'io500': ['io500'],
-                                       'netcdf': ['netcdf-c', 'parallel-netcdf']}},
+                                       'netcdf': ['netcdf-c', 'parallel-netcdf'],
+                                       'netcdf-output-bench': ['netcdf-output-bench'],
+                                       'fdb-archive-bench': ['fdb-archive-bench']}},
         },
         {
             'name': 'gnu',
@@ -367,10 +376,12 @@ site_configuration = {
             'modules': ['openmpi', 'eccodes', 'fdb', 'fio'],
             'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
             'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'openfoam', 'nvme-stage',
-                         'ior', 'io500', 'netcdf'],
+                         'ior', 'io500', 'netcdf', 'netcdf-output-bench', 'fdb-archive-bench'],
             'extras': {'app_modules': {'openfoam': ['openfoam'], 'nvme-stage': ['nvme-stage'],
                                        'ior': ['ior'], 'io500': ['io500'],
-                                       'netcdf': ['netcdf-c', 'parallel-netcdf']}},
+                                       'netcdf': ['netcdf-c', 'parallel-netcdf'],
+                                       'netcdf-output-bench': ['netcdf-output-bench'],
+                                       'fdb-archive-bench': ['fdb-archive-bench']}},
         },
     ],
     'modes': [

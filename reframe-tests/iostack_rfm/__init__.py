@@ -5,7 +5,9 @@
   `AppCheck`, its base for checks made of named steps; `parsed(reader, *paths)`, the one way
   a sanity or performance function reads a file of the job. A new check subclasses one of
   them and keeps its own base class, fixtures and thin simple_tests in its check file.
-- builds.py: every build fixture (gribgen; CMake builds of src/).
+- no build fixtures: a check runs the programs the release deployed (its modules) or, in
+  `builtin`, Debian's; its synthetic GRIB input comes from gribgen.py (the environment's
+  ecCodes encodes it).
 - one module per application or benchmark, standard library only, holding its output
   parsers, its problem checks (text in, list of problems out) and its job-side tool:
   openifs.py, openfoam.py, io500.py, ior.py (IOR and mdtest), netcdf.py ([INMCM-NetCDF]'s

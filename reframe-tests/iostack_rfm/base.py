@@ -36,6 +36,7 @@ files of the job, in the sanity or performance phase.
 import inspect
 import os
 import re
+import statistics
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -98,6 +99,19 @@ def parsed(reader, *paths, **options):
     except (ValueError, KeyError) as e:
         names = ', '.join(str(sn.evaluate(p)) for p in paths)
         raise SanityError(f'{names}: {getattr(reader, "__name__", "reader")}: {e}') from e
+
+
+@sn.deferrable
+def median(*values):
+    """The median of a figure's repeats within a run: what a gated figure is."""
+    return statistics.median(values)
+
+
+@sn.deferrable
+def spread(*values):
+    """(max - min) / median of a figure's repeats, reported beside it as
+    `<figure>_spread` (record-baseline makes a band from it, iostack.regression.gates)."""
+    return (max(values) - min(values)) / statistics.median(values)
 
 
 class IostackMixin(rfm.RegressionTestPlugin):

@@ -175,11 +175,19 @@ def write_figures(raw_jsons: list[str], writer_outs: list[list[str]], raw_syncs:
     for i, (raw, outs) in enumerate(zip(raw_jsons, writer_outs, strict=True)):
         passes.append((fdb_rate(outs, fdb_syncs[i] if fdb_syncs else None),
                        raw_rate(raw, raw_syncs[i] if raw_syncs else None)))
+    ratios = [f / r for f, r in passes]
     return {
         'fdb_write_bw': statistics.median(f for f, _ in passes),
         'raw_write_bw': statistics.median(r for _, r in passes),
-        'fdb_write_ratio': statistics.median(f / r for f, r in passes),
+        'fdb_write_ratio': statistics.median(ratios),
+        # (max - min) / median over the repetitions, beside the medians
+        'fdb_write_ratio_spread': _spread(ratios),
+        'fdb_write_bw_spread': _spread([f for f, _ in passes]),
     }
+
+
+def _spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / statistics.median(values)
 
 
 def median_cpu_per_gib(writer_outs: list[list[str]], writer_times: list[list[str]]) -> float:

@@ -6,17 +6,21 @@ time on metadata as the process count grew; the checks measure the same patterns
 (file per process against one shared file) and mdtest (files in one directory against a
 directory per process).
 
-IOR (3.3 and 4.x) text output: the "Max Write/Max Read" lines and the "Summary of all
-tests:" table, whose columns are read by the names in its header line:
+IOR 4 writes its results as JSON (`-O summaryFormat=JSON -O summaryFile=FILE`; the JSON
+replaces the text tables, and stdout keeps only the warnings and errors, e.g. "WARNING:
+Incorrect data on read (1 errors found)."): `tests[].Results`, one entry per operation and
+repetition, and `summary`, one row per operation with what was run:
 
-    Max Write: 2345.67 MiB/sec (2459.64 MB/sec)
-    Max Read:  4567.89 MiB/sec (4789.78 MB/sec)
+    {"Version": "4.0.0", "tests": [{"Results": [{"access": "write", "bwMiB": 299.6574, ...},
+                                                {"access": "read", ...}, ...]}],
+     "summary": [{"operation": "write", "API": "POSIX", "numTasks": 2, "repetitions": 3,
+                  "filePerProc": 1, "segmentCount": 1, "blockSize": 4194304,
+                  "xsizeMiB": 8.0, "bwMaxMIB": ..., "bwMinMIB": ..., "bwMeanMIB": ...}, ...]}
 
-    Summary of all tests:
-    Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs) ... Mean(s) Stonewall(s) ... API RefNum
-    write        2345.67    2101.10    2230.53     100.21    2345.67 ... 0.91754         NA ... POSIX      0
+The checks' figures are the median over the repetitions and its spread ((max - min) /
+median), from the per-repetition results, not the summary's mean.
 
-mdtest "SUMMARY rate" table (mdtest 3.x and 4.x, in the IOR repository):
+mdtest has no JSON: its "SUMMARY rate" table (mdtest 3.x and 4.x, in the IOR repository):
 
     SUMMARY rate (in ops/sec): (of 3 iterations)         ("SUMMARY rate: (of 3 iterations)" up to 4.0)
        Operation                     Max            Min           Mean        Std Dev
@@ -28,93 +32,58 @@ mdtest "SUMMARY rate" table (mdtest 3.x and 4.x, in the IOR repository):
 
 mdtest 3.x puts a colon after the operation name ("File creation             :").
 With --show-perrank-statistics (-P) each row has three per-rank columns first; the last four
-numbers are always the per-iteration Max, Min, Mean and Std Dev.
+numbers are always the per-iteration Max, Min, Mean and Std Dev. Of 3 iterations the median
+is 3 x Mean - Max - Min.
 """
 from __future__ import annotations
 
+import json
 import re
+import statistics
 from dataclasses import dataclass, field
 
 MiB = 1 << 20
 
 # IOR
 
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_MAX = re.compile(rf"^Max (?P<op>Write|Read):\s+(?P<mib>{_NUMBER}) MiB/sec \((?P<mb>{_NUMBER}) MB/sec\)")
-
 
 @dataclass(frozen=True)
-class SummaryRow:
-    operation: str                  # "write" or "read"
-    columns: dict[str, str]         # column name -> text, e.g. "Max(MiB)" -> "2345.67"
+class IorRun:
+    """One IOR run's JSON summary file."""
 
-    def number(self, column: str) -> float | None:
-        """A column as a float; None for "NA" (stonewall columns without stonewalling)."""
-        text = self.columns[column]
-        return None if text == "NA" else float(text)
+    version: str
+    #: operation (write, read) -> MiB/s of each repetition, in order
+    bandwidths: dict[str, list[float]]
+    #: operation -> the JSON summary row
+    summary: dict[str, dict]
 
-    @property
-    def max_mib_per_s(self) -> float | None:
-        return self.number("Max(MiB)")
+    def median(self, operation: str) -> float:
+        if not self.bandwidths.get(operation):
+            raise ValueError(f"no IOR {operation} results")
+        return statistics.median(self.bandwidths[operation])
 
-    @property
-    def mean_mib_per_s(self) -> float | None:
-        return self.number("Mean(MiB)")
-
-    @property
-    def tasks(self) -> int:
-        return int(self.columns["#Tasks"])
-
-
-@dataclass
-class IORResult:
-    max_write_mib_per_s: float | None = None
-    max_read_mib_per_s: float | None = None
-    summary: list[SummaryRow] = field(default_factory=list)
-
-    def rows(self, operation: str) -> list[SummaryRow]:
-        return [r for r in self.summary if r.operation == operation]
+    def spread(self, operation: str) -> float:
+        """(max - min) / median of the repetitions' bandwidths."""
+        values = self.bandwidths.get(operation) or []
+        if not values:
+            raise ValueError(f"no IOR {operation} results")
+        return (max(values) - min(values)) / self.median(operation)
 
 
-def _column_names(header: list[str]) -> list[str]:
-    """Header words as column names; the two "StdDev" columns become "StdDev(MiB)" and
-    "StdDev(OPs)" after the unit of the column before each."""
-    names = []
-    for i, word in enumerate(header):
-        if header.count(word) > 1 and i > 0 and (unit := re.search(r"\(\w+\)$", header[i - 1])):
-            word += unit.group(0)
-        names.append(word)
-    return names
-
-
-def parse(text: str) -> IORResult:
-    result = IORResult()
-    lines = text.splitlines()
-    for line in lines:
-        if m := _MAX.match(line.strip()):
-            # one such line per test: keep the best
-            value = float(m["mib"])
-            if m["op"] == "Write":
-                result.max_write_mib_per_s = max(value, result.max_write_mib_per_s or value)
-            else:
-                result.max_read_mib_per_s = max(value, result.max_read_mib_per_s or value)
-
-    for i, line in enumerate(lines):
-        if not line.startswith("Summary of all tests:"):
-            continue
-        header = None
-        for row in lines[i + 1:]:
-            words = row.split()
-            if header is None:
-                if words[:1] == ["Operation"]:
-                    header = _column_names(words)
-                continue
-            if not words or words[0] not in ("write", "read"):
-                break
-            if len(words) != len(header):
-                raise ValueError(f"IOR summary row has {len(words)} columns, header {len(header)}")
-            result.summary.append(SummaryRow(words[0], dict(zip(header, words, strict=True))))
-    return result
+def parse(text: str) -> IorRun:
+    """An IOR summary file written with `-O summaryFormat=JSON`."""
+    try:
+        data = json.loads(text)
+        results = [r for test in data["tests"] for r in test["Results"]]
+        bandwidths: dict[str, list[float]] = {}
+        for r in results:
+            bandwidths.setdefault(r["access"], []).append(float(r["bwMiB"]))
+        return IorRun(str(data["Version"]), bandwidths,
+                      {row["operation"]: row for row in data.get("summary", [])})
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not IOR's JSON summary: {e}") from None
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"IOR's JSON summary lacks {e}") from None
 
 
 # mdtest
@@ -138,6 +107,17 @@ class MdtestResult:
 
     def mean(self, operation: str) -> float:
         return self.rates[operation].mean
+
+    def median(self, operation: str) -> float:
+        """The median iteration's rate: of 1 or 3 iterations, what the table determines
+        (3 x mean - max - min); other counts have no median in the table."""
+        rate = self.rates[operation]
+        if self.iterations == 1:
+            return rate.mean
+        if self.iterations == 3:
+            return 3 * rate.mean - rate.max - rate.min
+        raise ValueError(f"the median of {self.iterations} mdtest iterations is not in its "
+                         "summary: run 3")
 
 
 def parse_mdtest(text: str) -> MdtestResult:
@@ -178,30 +158,36 @@ def size_bytes(text):
     return int(m[1]) * 1024 ** ' kmgt'.index(m[2].lower() or ' ')
 
 
-def ior_problems(text, *, tasks, file_per_process, block, segments, repetitions, api):
-    """Why an IOR run's summary does not show the run asked for ([] if it does)."""
+def ior_problems(summary_json, output, *, tasks, file_per_process, block, segments,
+                 repetitions, api):
+    """Why an IOR run does not show the run asked for ([] if it does): `summary_json` is its
+    `-O summaryFile`, `output` what it printed."""
     problems = []
-    if re.search(r'(?im)incorrect data|^ERROR', text):
+    if re.search(r'(?im)incorrect data|^ERROR', output):
         problems.append('IOR reported data errors')
-    result = parse(text)
+    try:
+        run = parse(summary_json)
+    except ValueError as e:
+        return problems + [str(e)]
     for op in ('write', 'read'):
-        rows = result.rows(op)
-        if len(rows) != 1:
-            problems.append(f'{len(rows)} {op} summary rows')
+        row = run.summary.get(op)
+        if row is None:
+            problems.append(f'no {op} summary')
             continue
-        row = rows[0]
-        expected = {
-            '#Tasks': tasks, 'reps': repetitions, 'fPP': int(file_per_process),
-            'segcnt': segments, 'blksiz': size_bytes(block),
-        }
-        for column, want in expected.items():
-            if int(float(row.columns[column])) != want:
-                problems.append(f'{op} {column}={row.columns[column]}, expected {want}')
+        expected = {'numTasks': tasks, 'repetitions': repetitions,
+                    'filePerProc': int(file_per_process), 'segmentCount': segments,
+                    'blockSize': size_bytes(block)}
+        for key, want in expected.items():
+            if row.get(key) != want:
+                problems.append(f'{op} {key}={row.get(key)}, expected {want}')
         aggregate = tasks * segments * size_bytes(block) / MiB
-        if abs(row.number('aggs(MiB)') - aggregate) > 0.05 + 1e-9 * aggregate:
-            problems.append(f'{op} aggs(MiB)={row.columns["aggs(MiB)"]}, expected {aggregate:.1f}')
-        if row.columns['API'].upper() != api.upper().replace('-', ''):
-            problems.append(f'{op} API {row.columns["API"]}, expected {api}')
+        if abs(float(row.get('xsizeMiB', -1)) - aggregate) > 0.05 + 1e-9 * aggregate:
+            problems.append(f'{op} xsizeMiB={row.get("xsizeMiB")}, expected {aggregate:.1f}')
+        if str(row.get('API', '')).upper() != api.upper().replace('-', ''):
+            problems.append(f'{op} API {row.get("API")}, expected {api}')
+        if len(run.bandwidths.get(op, [])) != repetitions:
+            problems.append(f'{len(run.bandwidths.get(op, []))} {op} results, expected '
+                            f'{repetitions}')
     return problems
 
 
@@ -225,14 +211,21 @@ def mdtest_problems(text, *, tasks, files_per_task, iterations,
     return problems
 
 
-def summary_value(text: str, operation: str, column: str) -> float | None:
-    """A column of IOR's summary row of `operation` (write, read); None where IOR wrote NA."""
-    rows = parse(text).rows(operation)
-    if not rows:
-        raise ValueError(f"no IOR summary row for {operation}")
-    return rows[0].number(column)
+def median_bandwidth(summary_json: str, operation: str) -> float:
+    """IOR's median MiB/s of `operation` (write, read) over the repetitions."""
+    return parse(summary_json).median(operation)
+
+
+def bandwidth_spread(summary_json: str, operation: str) -> float:
+    return parse(summary_json).spread(operation)
 
 
 def mdtest_rate(text: str, operation: str) -> float:
-    """mdtest's mean rate of `operation` (e.g. File creation), ops/s."""
-    return parse_mdtest(text).mean(operation)
+    """mdtest's median rate of `operation` (e.g. File creation) over its iterations, ops/s."""
+    return parse_mdtest(text).median(operation)
+
+
+def mdtest_spread(text: str, operation: str) -> float:
+    """(max - min) / median of `operation`'s rate over the iterations."""
+    rate = parse_mdtest(text).rates[operation]
+    return (rate.max - rate.min) / parse_mdtest(text).median(operation)

@@ -24,12 +24,12 @@ EXPECTED = {
         # compute partition, GNU environment: 2 node counts x 2 stonewalls
         "IO500Check": 4,
         "IorLayoutCheck": 4, "MdtestScalingCheck": 3,
-        "NetcdfOutputCheck": 2, "NetcdfOutputBenchBuild": 1,
+        "NetcdfOutputCheck": 2,
     },
     "oci-bm-optimized3": {
         # per NPS partition
         "IO500Check": 8, "IorLayoutCheck": 8, "MdtestScalingCheck": 6,
-        "NetcdfOutputCheck": 4, "NetcdfOutputBenchBuild": 2,
+        "NetcdfOutputCheck": 4,
         # 4 rank counts on NPS1 and NPS2; 4 node counts x 2 ranks per node and 2 storages
         # on NPS2; one shared mesh
         "HpcMotorbikeIntraNodeCheck": 8, "HpcMotorbikeInterNodeCheck": 8,

@@ -84,3 +84,32 @@ def test_a_stream_this_fdb_cannot_expand_is_named_and_retrieved_raw(report):
             "retrieved with --raw") in out
     assert "fdbretrieve: requests=4 expanded=3 raw=1" in out
     assert _value(case, "requests_retrieved_raw") == 1
+
+
+@pytest.fixture(scope="module")
+def one_message_report(tmp_path_factory):
+    """A site's GRIB file of one field: fdb-write says `FDB archive 1 message`."""
+    site = tmp_path_factory.mktemp("one-field") / "one.grib"
+    source = samples.fetch("cfgrib") / "regular_gg_ml_g2.grib"
+    subprocess.run(["grib_copy", "-w", "count=1", str(source), str(site)], check=True)
+    root = tmp_path_factory.mktemp("deploy-local")
+    p = subprocess.run(
+        [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--root", str(root),
+         "--", "-S", "valid_prog_environs=builtin", "-n", "FdbBitIdentityCheck%grib_input=site"],
+        capture_output=True, text=True, env={**os.environ, "IOSTACK_SITE_GRIB": str(site)},
+        timeout=900)
+    print(p.stdout[-4000:], p.stderr[-2000:])
+    return p.returncode, results.read_report(results.run_reports(root / "reframe")[-1])
+
+
+def test_a_one_message_input_passes_every_scenario(one_message_report):
+    rc, data = one_message_report
+    cases = _cases(data)
+    assert sorted(cases) == [("site", s) for s in sorted(SCENARIOS)]
+    assert {k: tc["result"] for k, tc in cases.items()} == {k: "pass" for k in cases}
+    out = (pathlib.Path(cases["site", "archive"]["outputdir"])
+           / cases["site", "archive"]["job_stdout"]).read_text()
+    assert "FDB archive 1 message" in out     # singular: the pattern must take it
+    assert _value(cases["site", "archive"], "messages_identical_by_request") == 1
+    assert _value(cases["site", "flip-one-bit"], "messages_identical_by_request") == 0
+    assert rc == 0

@@ -55,7 +55,11 @@ def test_every_check_passes_through_slurm(nightly):
     names = [results.check_of(tc) for tc in cases.values()]
     assert names.count("FdbBitIdentityCheck") == 3
     assert names.count("FdbThroughputCheck") == 4
-    failed = {n: tc["fail_reason"] for n, tc in cases.items() if tc["result"] != "pass"}
+    # Debian's FDB has no fdb-archive-bench: the key path runs in `stack` only
+    skipped = {n[0] for n, tc in cases.items() if tc["result"] == "skip"}
+    assert skipped == {"FdbThroughputCheck %size=small %durability=sync-flush %path=key "
+                       "%buffer_mib=64"}
+    failed = {n: tc["fail_reason"] for n, tc in cases.items() if tc["result"] not in ("pass", "skip")}
     assert failed == {}
     assert p.returncode == 0
 
@@ -73,7 +77,7 @@ def test_jobs_ran_as_slurm_jobs(nightly):
 def test_throughput_values_through_srun_are_sane(nightly):
     _, report = nightly
     for tc in results.last_attempts(report).values():
-        if results.check_of(tc) != "FdbThroughputCheck":
+        if results.check_of(tc) != "FdbThroughputCheck" or tc["result"] == "skip":
             continue
         values = results.perf_values(tc)
         ratio, ref = values["fdb_write_ratio"][:2]

@@ -2,11 +2,14 @@
 its modules, and run its nightly checks on the Spack-built stack."""
 import json
 import os
+import pathlib
 import shutil
 import subprocess
+import time
 
 import pytest
-from conftest import LOCAL_BUILT, built_from_source, fetched_urls, iostack
+from conftest import IOSTACK, LOCAL_BUILT, built_from_source, fetched_urls, iostack
+from support import exectrace
 
 from iostack.core import paths
 from iostack.deployment import stack
@@ -86,39 +89,101 @@ def test_lock_roots_are_the_stack_the_smoke_check_checks():
             "nvme-stage"} <= set(roots)
 
 
+# What the nightly's checks on `local` may run, by where it comes from; anything else (a
+# program in a ReFrame stage directory above all) fails the listing test.
+SHELL_AND_TOOLS = "/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/"
+
+
 @pytest.fixture(scope="module")
-def spack_stack_nightly(local_deploy, timings):
-    """The nightly's checks that use the Spack-built FDB, IOR and io500, on that stack."""
+def traced_nightly(local_deploy, timings, tmp_path_factory):
+    """The nightly mode on the Spack-built stack and the node's own (`stack` and `builtin`),
+    every execve of it traced (tests/support/exectrace.py). One repeat of the repeated
+    figures, and performance not judged: CI's node is no reference (the gates are the
+    campaign's, tools/sensitivity_campaign.py)."""
     root, _ = local_deploy
+    trace = tmp_path_factory.mktemp("trace") / "execve.trace"
     # -S, not -p: ReFrame 4.10 loses -p when it expands the nightly --mode
-    run = iostack("nightly", "--site", "local", "--root", root, "--",
-                  "-S", "valid_prog_environs=stack",
-                  "-n", "FdbBitIdentityCheck", "-n", "FdbCrossVersionCheck",
-                  "-n", "IO500Check", "-n", "IorLayoutCheck", "-n", "MdtestScalingCheck",
-                  "-n", "StackSmokeCheck")
-    timings["nightly checks on the Spack stack (local)"] = run.seconds
+    start = time.monotonic()
+    p = subprocess.run(
+        [*exectrace.STRACE, "-o", str(trace), IOSTACK, "nightly", "--site", "local",
+         "--root", str(root), "--", "--skip-performance-check",
+         "-S", "FdbThroughputCheck.repeats=1", "-S", "FdbWriterScalingCheck.repeats=1",
+         "-S", "IO500Check.repeats=1", "-S", "NetcdfOutputCheck.repeats=1"],
+        capture_output=True, text=True, timeout=3 * 3600)
+    timings["nightly mode on the Spack stack and Debian's (local), traced"] = \
+        time.monotonic() - start
+    print(p.stdout[-4000:], p.stderr[-2000:])
     reports = sorted((root / "current" / "reframe" / "reports").glob("run-report-*.json"),
                      key=os.path.getmtime)
-    return run, json.loads(reports[-1].read_text())
+    return p, json.loads(reports[-1].read_text()), exectrace.executions(trace.read_text())
 
 
 def last_attempts(report):
-    return {tc["name"]: tc for run in report["runs"] for tc in run["testcases"]}
+    return {(tc["name"], tc["environ"]): tc for run in report["runs"] for tc in run["testcases"]}
 
 
-def test_nightly_on_the_spack_stack_passes(spack_stack_nightly):
-    run, report = spack_stack_nightly
+def test_the_nightly_on_the_spack_stack_passes(traced_nightly):
+    run, report, _ = traced_nightly
     cases = last_attempts(report)
     failed = {n: tc["fail_reason"] for n, tc in cases.items() if tc["result"] != "pass"}
     assert failed == {}
-    checks = {name.split()[0] for name in cases}
-    assert {"FdbBitIdentityCheck", "FdbCrossVersionCheck", "IO500Check", "IorLayoutCheck",
-            "MdtestScalingCheck", "StackSmokeCheck"} <= checks
-    assert all(tc["environ"] == "stack" for tc in cases.values())
-    # every root of the lock was queried, the gcc builds too (a `+gnu` environment)
-    smoked = {n.split("%package=")[1].split()[0] for n in cases if n.startswith("StackSmokeCheck")}
-    assert smoked == {spec.key for spec in stack.site_roots("local")}
+    checks = {name.split()[0] for name, _ in cases}
+    assert {"FdbBitIdentityCheck", "FdbCrossVersionCheck", "FdbThroughputCheck",
+            "FdbWriterScalingCheck", "IO500Check", "IorLayoutCheck", "MdtestScalingCheck",
+            "NetcdfOutputCheck", "OpenFOAMPitzDailyCheck", "StackSmokeCheck"} <= checks
+    # every root of the lock was smoked, the gcc builds too (a `+gnu` environment), and the
+    # recipes with stand-alone tests passed them
+    smoke = {n.split("%package=")[1].split()[0]: tc for (n, _), tc in cases.items()
+             if n.startswith("StackSmokeCheck")}
+    assert set(smoke) == {spec.key for spec in stack.site_roots("local")}
+    tested = {key.split("@")[0] for key, tc in smoke.items() if tc.get("spack_test") == "passed"}
+    assert {"netcdf-output-bench", "fdb-archive-bench", "nvme-stage"} <= tested
     assert run.returncode == 0
+
+
+def origin(path: str, root: pathlib.Path) -> str:
+    """Where an executed file comes from."""
+    opt = f"{root}/opt/"
+    if path.startswith(opt):
+        return "release " + path[len(opt):].split("/")[0]
+    if "/stage/" in path or "/reframe/" in path:
+        return "ReFrame stage"
+    if path.startswith(str(paths.REPO)):
+        return "repository " + str(pathlib.Path(path).relative_to(paths.REPO))
+    if path.startswith(SHELL_AND_TOOLS):
+        return "Debian " + path
+    return "node " + path
+
+
+def test_every_check_runs_the_release_or_debians_programs(traced_nightly, local_deploy):
+    """The listing of what each check executed and where it came from (printed), and: no
+    program from a ReFrame stage (nothing is built there), the stack's programs from the
+    release in `stack`, Debian's in `builtin`."""
+    root, _ = local_deploy
+    _, _, executed = traced_nightly
+    listing, stage = {}, []
+    for (environ, test), files in sorted(executed.items()):
+        check = test.split("_")[0]
+        for path in files:
+            where = origin(path, root)
+            listing.setdefault((check, environ), {})[pathlib.Path(path).name] = where
+            if where == "ReFrame stage":
+                stage.append(f"{test}+{environ}: {path}")
+    for (check, environ), programs in sorted(listing.items()):
+        print(f"{check} +{environ}:")
+        for name, where in sorted(programs.items()):
+            print(f"    {name:28} {where}")
+    assert stage == []
+    stack_programs = {"fdb-write", "fdb-read", "fdb-hammer", "fdb-list", "fdb-info",
+                      "fdb-archive-bench", "netcdf-output-bench", "ior", "mdtest", "io500"}
+    for (check, environ), programs in listing.items():
+        for name in stack_programs & set(programs):
+            if environ == "stack":
+                assert programs[name].startswith("release "), (check, name, programs[name])
+            else:
+                assert programs[name] == f"Debian /usr/bin/{name}", (check, name, programs[name])
+    ran = {name for programs in listing.values() for name in programs}
+    assert stack_programs <= ran
 
 
 def test_scratch_copy_of_spack_is_refused_when_it_carries_its_own_config(tmp_path, scratch_cache):

@@ -112,9 +112,11 @@ def test_figures_are_medians_of_each_repetitions_pair():
     raws = [fio_json((100 * MiB, 1000)), fio_json((100 * MiB, 500)), fio_json((100 * MiB, 1000))]
     outs = [[writer(100 * MiB, 2.0)], [writer(100 * MiB, 2.0)], [writer(100 * MiB, 1.0)]]
     figures = fdb.write_figures(raws, outs, [], [])
-    # pairs: (50, 100), (50, 200), (100, 100): ratios 0.5, 0.25, 1.0
+    # pairs: (50, 100), (50, 200), (100, 100): ratios 0.5, 0.25, 1.0; spreads beside
     assert figures == pytest.approx({"fdb_write_bw": 50.0, "raw_write_bw": 100.0,
-                                     "fdb_write_ratio": 0.5})
+                                     "fdb_write_ratio": 0.5,
+                                     "fdb_write_ratio_spread": (1.0 - 0.25) / 0.5,
+                                     "fdb_write_bw_spread": (100 - 50) / 50})
     with pytest.raises(ValueError):
         fdb.write_figures(raws, outs[:2], [], [])
 

@@ -1,51 +1,60 @@
 """What an IOR or mdtest run must show for the IOR/mdtest checks to count it (the run asked
-for: tasks, layout, sizes, repetitions; no data errors). Samples are laid out like IOR 4.0's
-and mdtest 4.0's output, numbers made up."""
+for: tasks, layout, sizes, repetitions; no data errors). IOR: real IOR 4.0.0 runs on this
+kind of node (tests/data/ior: 2 tasks, 4 MiB blocks, 3 repetitions; corrupt: a file changed
+between its write and its verified read); the wrong runs change one field of a real one."""
+import json
+import pathlib
+
 import pytest
 
 from iostack_rfm import ior
 
-HEADER = ("Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)"
-          "     StdDev    Mean(s) Stonewall(s) Stonewall(MiB) Test# #Tasks tPN reps fPP reord"
-          " reordoff reordrand seed segcnt   blksiz    xsize aggs(MiB)   API RefNum")
-
-
-def ior_output(tasks=256, fpp=1, reps=3, api="POSIX", aggregate="262144.0", extra=""):
-    row = ("{op:<9} 10000.00 9000.00 9500.00 400.00 10000.00 9000.00 9500.00 400.00 27.59 NA NA"
-           f" 0 {tasks} 128 {reps} {fpp} 1 1 0 0 1 1073741824 1048576 {aggregate} {api} 0")
-    return ("IOR-4.0.0: MPI Coordinated Test of Parallel I/O\n" + extra
-            + "Max Write: 10000.00 MiB/sec (10485.76 MB/sec)\n"
-            + "Max Read:  10000.00 MiB/sec (10485.76 MB/sec)\n\nSummary of all tests:\n"
-            + HEADER + "\n" + row.format(op="write") + "\n" + row.format(op="read") + "\n"
-            + "Finished            : Tue Mar  5 10:00:41 2024\n")
-
-
-EXPECTED = dict(tasks=256, file_per_process=True, block="1g", segments=1, repetitions=3,
+DATA = pathlib.Path(__file__).parents[1] / "data" / "ior"
+EXPECTED = dict(tasks=2, file_per_process=True, block="4m", segments=1, repetitions=3,
                 api="POSIX")
 
 
+def sample(name):
+    return (DATA / f"{name}.json").read_text(), (DATA / f"{name}.out").read_text()
+
+
 def test_a_run_as_asked_passes():
-    assert ior.ior_problems(ior_output(), **EXPECTED) == []
-    assert ior.ior_problems(ior_output(fpp=0, api="MPIIO"),
+    assert ior.ior_problems(*sample("posix-fpp"), **EXPECTED) == []
+    assert ior.ior_problems(*sample("mpiio-shared"),
                             **{**EXPECTED, "file_per_process": False, "api": "MPIIO"}) == []
 
 
-@pytest.mark.parametrize("change,problem", [
-    (dict(tasks=128, aggregate="131072.0"), "#Tasks=128"),
-    (dict(fpp=0), "fPP=0"),
-    (dict(reps=1), "reps=1"),
-    (dict(aggregate="131072.0"), "aggs(MiB)=131072.0"),
-    (dict(api="MPIIO"), "API MPIIO"),
-    (dict(extra="WARNING: Incorrect data on write (4 errors found).\n"), "data errors"),
+def changed(operation, key, value):
+    data = json.loads(sample("posix-fpp")[0])
+    for row in data["summary"]:
+        if row["operation"] == operation:
+            row[key] = value
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("key,value,problem", [
+    ("numTasks", 4, "write numTasks=4, expected 2"),
+    ("filePerProc", 0, "write filePerProc=0, expected 1"),
+    ("repetitions", 1, "write repetitions=1, expected 3"),
+    ("xsizeMiB", 4.0, "write xsizeMiB=4.0, expected 8.0"),
+    ("API", "MPIIO", "write API MPIIO, expected POSIX"),
 ])
-def test_a_run_not_as_asked_is_named(change, problem):
-    problems = ior.ior_problems(ior_output(**change), **EXPECTED)
-    assert any(problem in p for p in problems), problems
+def test_a_run_not_as_asked_is_named(key, value, problem):
+    assert ior.ior_problems(changed("write", key, value), sample("posix-fpp")[1],
+                            **EXPECTED) == [problem]
 
 
-def test_missing_summary():
-    assert ior.ior_problems("IOR-4.0.0\n", **EXPECTED) == ["0 write summary rows",
-                                                           "0 read summary rows"]
+def test_data_errors_are_named():
+    summary, output = sample("corrupt")
+    assert "WARNING: Incorrect data on read (1 errors found)." in output
+    assert ior.ior_problems(summary, output, **{**EXPECTED, "repetitions": 1}) == [
+        "IOR reported data errors", "no write summary"]
+
+
+def test_a_missing_or_broken_summary_is_named():
+    assert ior.ior_problems("", "", **EXPECTED)[0].startswith("not IOR's JSON summary")
+    assert ior.ior_problems('{"Version": "4.0.0"}', "", **EXPECTED) == [
+        "IOR's JSON summary lacks 'tests'"]
 
 
 def test_sizes():

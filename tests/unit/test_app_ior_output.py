@@ -1,52 +1,13 @@
-"""IOR and mdtest output parsing. Samples are made up, laid out with the printf formats of
-IOR 4.0 (ior-output.c) and mdtest 4.0 / 3.3 (mdtest.c)."""
+"""IOR and mdtest output parsing: real IOR 4.0.0 / mdtest 4.0.0 runs (tests/data/ior), and
+made-up mdtest tables laid out with the printf formats of mdtest 4.0 / 3.3 (mdtest.c) for
+the layouts this node's mdtest does not print."""
+import pathlib
+
 import pytest
 
 from iostack_rfm import ior
 
-IOR_OUTPUT = """\
-IOR-4.0.0: MPI Coordinated Test of Parallel I/O
-Began               : Tue Mar  5 10:00:01 2024
-Command line        : ior -a POSIX -F -C -e -b 1g -t 1m -i 3 -o /lustre/scratch/ior/testfile
-Machine             : Linux cn001
-TestID              : 0
-StartTime           : Tue Mar  5 10:00:01 2024
-Path                : /lustre/scratch/ior/testfile.00000000
-FS                  : 1.2 PiB   Used FS: 41.0%   Inodes: 800.0 Mi   Used Inodes: 12.3%
-
-Options:
-api                 : POSIX
-apiVersion          :
-test filename       : /lustre/scratch/ior/testfile
-access              : file-per-process
-type                : independent
-segments            : 1
-ordering in a file  : sequential
-ordering inter file : constant task offset
-task offset         : 1
-nodes               : 2
-tasks               : 8
-clients per node    : 4
-repetitions         : 3
-xfersize            : 1 MiB
-blocksize           : 1 GiB
-aggregate filesize  : 8 GiB
-
-Results:
-
-access    bw(MiB/s)  IOPS       Latency(s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter
-------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----
-write     2345.67    2346.10    0.003401    1048576    1024.00    0.000412   3.49       0.012      3.49       0
-read      4567.89    4569.02    0.001747    1048576    1024.00    0.000198   1.79       0.004      1.79       0
-Max Write: 2345.67 MiB/sec (2459.61 MB/sec)
-Max Read:  4567.89 MiB/sec (4789.78 MB/sec)
-
-Summary of all tests:
-Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) Stonewall(s) Stonewall(MiB) Test# #Tasks tPN reps fPP reord reordoff reordrand seed segcnt   blksiz    xsize aggs(MiB)   API RefNum
-write        2345.67    2101.10    2230.53     100.21    2345.67    2101.10    2230.53     100.21    3.67410         NA            NA     0      8   4    3   1     1        1         0    0      1 1073741824  1048576    8192.0 POSIX      0
-read         4567.89    4401.32    4490.01      68.35    4567.89    4401.32    4490.01      68.35    1.82451         NA            NA     0      8   4    3   1     1        1         0    0      1 1073741824  1048576    8192.0 POSIX      0
-Finished            : Tue Mar  5 10:00:41 2024
-"""
+DATA = pathlib.Path(__file__).parents[1] / "data" / "ior"
 
 MDTEST_4 = """\
 -- started at 03/05/2024 10:05:00 --
@@ -92,30 +53,40 @@ SUMMARY time: (of 1 iterations)
 """
 
 
-def test_ior_max_lines_and_summary_table():
-    result = ior.parse(IOR_OUTPUT)
-    assert result.max_write_mib_per_s == 2345.67
-    assert result.max_read_mib_per_s == 4567.89
-    assert [r.operation for r in result.summary] == ["write", "read"]
-    write = result.rows("write")[0]
-    assert write.max_mib_per_s == 2345.67 and write.mean_mib_per_s == 2230.53
-    assert write.tasks == 8
-    assert write.number("StdDev(MiB)") == 100.21 and write.number("StdDev(OPs)") == 100.21
-    assert write.number("Stonewall(s)") is None
-    assert write.columns["API"] == "POSIX" and write.number("blksiz") == 1 << 30
-    # 8 GiB moved at the mean rate takes the mean time
-    assert write.number("aggs(MiB)") / write.mean_mib_per_s == pytest.approx(write.number("Mean(s)"), rel=1e-3)
+def test_ior_json_summary_of_a_real_run():
+    data = (DATA / "posix-fpp.json").read_text()
+    run = ior.parse(data)
+    assert run.version == "4.0.0"
+    # one result per repetition, in order, as IOR measured them
+    assert run.bandwidths == {"write": [77.1501, 75.7173, 46.9564],
+                              "read": [44.4158, 75.3743, 67.5956]}
+    assert run.median("write") == 75.7173
+    assert run.spread("write") == (77.1501 - 46.9564) / 75.7173
+    # the summary's own max/min/mean are those of the same repetitions
+    row = run.summary["write"]
+    assert (row["bwMaxMIB"], row["bwMinMIB"]) == (77.1501, 46.9564)
+    assert row["bwMeanMIB"] == pytest.approx(sum(run.bandwidths["write"]) / 3, abs=1e-4)
 
 
-def test_ior_summary_row_must_fit_header():
-    broken = IOR_OUTPUT.replace("POSIX      0\nread", "POSIX\nread")
-    with pytest.raises(ValueError, match="columns"):
-        ior.parse(broken)
+def test_ior_without_results():
+    with pytest.raises(ValueError, match="no IOR write results"):
+        ior.IorRun("4.0.0", {}, {}).median("write")
 
 
-def test_ior_without_summary():
-    result = ior.parse(IOR_OUTPUT.split("\nSummary of all tests:")[0])
-    assert result.summary == [] and result.max_read_mib_per_s == 4567.89
+def test_mdtest_of_a_real_run_median_of_three_iterations():
+    result = ior.parse_mdtest((DATA / "mdtest-shared-dir.out").read_text())
+    assert result.iterations == 3
+    create = result.rates["File creation"]
+    assert create == ior.Rate(1400.829, 1229.631, 1315.445, 85.600)
+    # the one of the three that is neither the max nor the min
+    assert result.median("File creation") == pytest.approx(1315.875, abs=1e-9)
+    assert create.min <= result.median("File creation") <= create.max
+
+
+def test_mdtest_median_needs_one_or_three_iterations():
+    result = ior.parse_mdtest(MDTEST_4.replace("(of 3 iterations)", "(of 4 iterations)"))
+    with pytest.raises(ValueError, match="run 3"):
+        result.median("File creation")
 
 
 def test_mdtest_4_summary_rate():

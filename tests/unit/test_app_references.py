@@ -60,7 +60,8 @@ def test_oci_openfoam_expectations_name_what_the_checks_measure(monkeypatch, tmp
 # an application feature and the stack packages that provide it
 FEATURE_PACKAGES = {"openifs": {"openifs"}, "openfoam": {"openfoam"}, "ior": {"ior"},
                     "io500": {"io500"}, "netcdf": {"netcdf-output-bench"},
-                    "nvme-stage": {"nvme-stage"}}
+                    "netcdf-output-bench": {"netcdf-output-bench"},
+                    "fdb-archive-bench": {"fdb-archive-bench"}, "nvme-stage": {"nvme-stage"}}
 
 
 @pytest.mark.parametrize("site", ["cray-ex", "oci-bm-optimized3"])

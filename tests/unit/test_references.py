@@ -139,6 +139,23 @@ def test_dump_keeps_the_header_comment(tmp_path):
     assert yaml.safe_load(text) == {"C": {"references": {}}}
 
 
+# hand-built sessions for the gate's refusal and band rules
+def session(uuid, t, ratio, result="fail", fail_phase="performance", system="sys"):
+    return {
+        "session_info": {"uuid": uuid, "time_start_unix": t, "time_end_unix": t + 60,
+                         "hostname": "node1", "commit": f"c{uuid}", "spack_lock_sha256": "ab" * 32},
+        "runs": [{"testcases": [{
+            "name": "ThroughputCheck %a=1", "system": system, "partition": "part",
+            "environ": "env", "filename": "/x/checks/through.py", "result": result,
+            "fail_phase": fail_phase, "reference_variant": "a=1",
+            "perfvalues": {f"{system}:part:ratio": [ratio, 1.7e308, 0, None, "ratio", "fail"],
+                           f"{system}:part:bw": [100.0 * ratio, 0, None, None, "MiB/s", "pass"]},
+        }]}],
+    }
+
+
+
+
 @pytest.fixture
 def refs_dir(tmp_path):
     """References for the checks of the kept run reports, in files named after their
@@ -203,3 +220,70 @@ def test_record_baseline_ignores_cases_whose_sanity_failed_and_other_systems(ref
     assert baseline.record(series(), "local-slurm", refs_dir=refs_dir) == {}
     with pytest.raises(Failed, match="no stored session has performance values from system nowhere"):
         baseline.choose_sessions(series(), "nowhere")
+
+
+def with_case(s, name, result, fail_phase=None, perfvalues=None):
+    s["runs"][0]["testcases"].append({
+        "name": name, "system": "sys", "partition": "part", "environ": "env",
+        "filename": "/x/checks/other.py", "result": result, "fail_phase": fail_phase,
+        "perfvalues": perfvalues or {}})
+    return s
+
+
+@pytest.mark.parametrize("phase,perfvalues", [
+    ("sanity", None),                        # e.g. a wrong byte count
+    ("run", None),
+    # a real reference missed, not the no-baseline placeholder
+    ("performance", {"sys:part:bw": [50.0, 100.0, -0.1, None, "MiB/s", "fail"]}),
+])
+def test_record_baseline_refuses_a_session_that_failed_anything(refs_dir, phase, perfvalues):
+    failed = with_case(session("9", 1.7e9, 0.5), "OtherCheck", "fail", phase, perfvalues)
+    with pytest.raises(Failed) as refused:
+        baseline.choose_sessions([session("8", 1.6e9, 0.5), failed], "sys", count=2)
+    assert str(refused.value).startswith(
+        f"session 9 failed on sys, so none of its values is a baseline: OtherCheck "
+        f"@sys:part+env: {phase}")
+    # the passing one alone, named, is fine
+    assert baseline.choose_sessions([session("8", 1.6e9, 0.5), failed], "sys", uuid="8")
+
+
+def test_the_band_comes_from_the_nights_spread(refs_dir):
+    (refs_dir / "through.yaml").write_text(
+        "ThroughputCheck:\n  thresholds:\n"
+        "    ratio: {lower: -0.02, upper: null, unit: ratio}\n  references: {}\n")
+    ratios = [1.0, 1.02, 0.98, 1.01, 0.99]
+    sessions = [session(str(i), 1.7e9 + i, r) for i, r in enumerate(ratios)]
+    baseline.record(baseline.choose_sessions(series(), "sys", count=5), "sys", refs_dir=refs_dir)
+    entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
+        "sys:part"]["a=1"]["ratio"]
+    # median 1.0, MAD 0.01: 2.5 robust standard deviations
+    assert entry["value"] == 1.0
+    assert entry["lower"] == pytest.approx(-2.5 * 1.4826 * 0.01)
+    assert entry["spread"] == {"nights": 5, "nights_spread": round(1.4826 * 0.01, 6),
+                               "within_run_spread": None, "band_from": "nights"}
+
+
+def test_one_night_takes_its_band_from_the_within_run_spread(refs_dir):
+    (refs_dir / "through.yaml").write_text(
+        "ThroughputCheck:\n  thresholds:\n"
+        "    ratio: {lower: -0.02, upper: null, unit: ratio}\n"
+        "    ratio_spread: {lower: null, upper: null, unit: fraction}\n  references: {}\n")
+    s = session("1", 1.7e9, 0.5)
+    s["runs"][0]["testcases"][0]["perfvalues"]["sys:part:ratio_spread"] = [
+        0.17, 0, None, None, "fraction", "pass"]
+    baseline.record([s], "sys", refs_dir=refs_dir)
+    entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
+        "sys:part"]["a=1"]["ratio"]
+    # range of 3 repeats / 1.7 = one repeat's sigma, x2 for the nights, x2.5
+    assert entry["lower"] == pytest.approx(-2.5 * 2 * 0.17 / 1.7)
+    assert entry["spread"]["band_from"] == "within-run"
+
+
+def test_a_correctness_figure_cannot_be_gated():
+    data = {"C": {"thresholds": {"bytes_written": {"lower": 0, "upper": 0, "unit": "B"},
+                                 "iterations_serial": {"lower": 0, "upper": 0,
+                                                       "unit": "iterations"},
+                                 "fields": {"lower": None, "upper": None, "unit": "fields"}}}}
+    errors = references.validate(data)
+    assert len(errors) == 2
+    assert all("correctness figure" in e for e in errors)

@@ -7,12 +7,16 @@ from iostack.site import facts
 from iostack_rfm import smoke
 
 
-def test_local_roots_come_from_the_lock_with_a_version_query_each():
+def test_local_roots_come_from_the_lock_each_with_its_program():
     roots = {r.name: r for r in stack.site_roots("local")}
     assert {"eccodes", "fdb", "eckit", "metkit", "ior", "io500", "netcdf-output-bench",
-            "nvme-stage"} <= set(roots)
-    for r in roots.values():
-        assert smoke.version_query(r) is not None, f"no version query for {r.name}"
+            "nvme-stage", "fdb-archive-bench", "fio"} <= set(roots)
+    # metkit is a library (its version query is pkg-config's); every other root has a
+    # program, which must be the installed spec's
+    assert {r.name for r in roots.values() if smoke.program(r) is None} == {"metkit"}
+    # Spack's installed spec gives every version; io500 and fdb-archive-bench print none
+    assert {r.name for r in roots.values() if smoke.version_query(r) is None} == {
+        "io500", "fdb-archive-bench"}
     # Debian's ecCodes is an external; the rest is Spack-built, the MPI programs and
     # libraries below Open MPI in the Lmod hierarchy
     assert roots["eccodes"].is_external and roots["eccodes"].external_prefix == "/usr"
@@ -22,7 +26,8 @@ def test_local_roots_come_from_the_lock_with_a_version_query_each():
     # what the smoke check's environment must offer: gcc builds run in a `+gnu` one
     assert {r.name: r.compiler for r in roots.values()} == {
         "eccodes": "", "eckit": "gcc", "metkit": "gcc", "fdb": "gcc", "ior": "gcc",
-        "io500": "gcc", "netcdf-output-bench": "gcc", "nvme-stage": ""}
+        "io500": "gcc", "netcdf-output-bench": "gcc", "nvme-stage": "",
+        "fdb-archive-bench": "gcc", "fio": ""}
 
 
 def test_cray_builds_are_named_by_their_programming_environment():
@@ -103,3 +108,35 @@ def test_loaded_modules_come_from_the_jobs_line():
     assert smoke.loaded_modules("iostack-smoke: LOADEDMODULES=\n") == set()
     with pytest.raises(ValueError):
         smoke.loaded_modules("no such line")
+
+
+def test_the_program_on_path_must_be_the_installed_specs():
+    (fdb,) = [r for r in stack.site_roots("local") if r.name == "fdb"]
+    out = ("iostack-smoke: installed fdb 5.13.106 /d/opt/fdb-5.13.106-abcdefg\n"
+           "iostack-smoke: on PATH fdb-info {}\n")
+    assert smoke.installed(out) == {"name": "fdb", "version": "5.13.106",
+                                    "prefix": "/d/opt/fdb-5.13.106-abcdefg"}
+    assert smoke.program_problems(out.format("/d/opt/fdb-5.13.106-abcdefg/bin/fdb-info"),
+                                  fdb) == []
+    # without its module, Debian's comes first
+    assert smoke.program_problems(out.format("/usr/bin/fdb-info"), fdb) == [
+        "fdb-info on PATH is /usr/bin/fdb-info, not the installed fdb's "
+        "(/d/opt/fdb-5.13.106-abcdefg)"]
+    assert smoke.program_problems(out.format(""), fdb) == ["fdb-info is not on PATH"]
+    with pytest.raises(ValueError):
+        smoke.installed("==> Error: No package matches the query: /abcdefg\n")
+
+
+@pytest.mark.parametrize("summary,status", [
+    # `spack test run` of one spec, as Spack 1.1 ends it
+    ("============================== 1 passed of 1 spec ==============================", "passed"),
+    ("============================= 1 no_tests of 1 spec =============================", "no-tests"),
+    ("============================= 1 skipped of 1 spec ==============================", "skipped"),
+    ("============================== 1 failed of 1 spec ==============================", "failed"),
+    ("==> Error: 1 test(s) in the suite failed.", "unknown"),
+])
+def test_what_spack_test_run_said(summary, status):
+    out = f"==> Spack test smoke-x\n==> Testing package x-1.0-abcdefg\n{summary}\n"
+    assert smoke.spack_test_status(out) == status
+    problems = smoke.spack_test_problems(out, "iostack-smoke: spack test rc=0\n")
+    assert (problems == []) == (status in ("passed", "no-tests", "skipped"))

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from iostack.core import paths
 from iostack.deployment import deploy, layout, releases
 
 
@@ -318,3 +319,15 @@ def test_a_release_results_db_is_its_deployments(tmp_path, monkeypatch):
     monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
     path = make_release(tmp_path, IDS[0])
     assert layout.results_db(path) == layout.results_db(tmp_path) == tmp_path / "reframe" / "results.db"
+
+
+def test_module_chains_say_what_loads_each_package_of_the_release(tmp_path):
+    """etc/lmod/hierarchy.lua, which the meta-modules read: fdb after its MPI, as Spack's
+    hierarchy puts it; a Debian external at its own module."""
+    (tmp_path / "spack.lock").write_bytes((paths.SPACK_ENV_SITES / "local" / "spack.lock")
+                                          .read_bytes())
+    text = deploy.write_module_chains(tmp_path, "local").read_text()
+    assert text.startswith("-- Written by bin/iostack deploy")
+    assert '  ["fdb"] = {"openmpi/4.1.4", "fdb/5.13.106"},\n' in text
+    assert '  ["eccodes"] = {"eccodes/2.28.0"},\n' in text
+    assert text.endswith("}\n")

@@ -17,13 +17,14 @@ A release that fails a step keeps its verdict (`build failed`, `failed`) and is 
 """
 from __future__ import annotations
 
+import json
 import pathlib
 import shutil
 from collections.abc import Callable
 
 from iostack.core import paths, phases, process, provenance
 from iostack.core.errors import Failed, IostackError
-from iostack.deployment import fdbconfig, lmodcache, releases, roots, sbom
+from iostack.deployment import fdbconfig, lmodcache, releases, roots, sbom, stack
 from iostack.spack import config, runner
 
 
@@ -41,6 +42,31 @@ def install_meta_modules(root_dir):
             installed.append(src.name)
     if installed:
         print(f"iostack: meta-modules installed in {core}: {', '.join(installed)}")
+
+
+#: where a release says which modules load each of its packages (meta-modules read it)
+MODULE_CHAINS = pathlib.Path("etc") / "lmod" / "hierarchy.lua"
+
+
+def write_module_chains(root_dir: pathlib.Path, site: str) -> pathlib.Path:
+    """<release>/etc/lmod/hierarchy.lua: for each package of the release's lock, the modules
+    that load it on the tree Spack wrote, its compiler's and MPI's first (fdb sits under
+    openmpi/<version>/Core). A meta-module loads what it needs through it, in the order a
+    user would, so it loads on the deployed hierarchy (modulefiles/README.md)."""
+    specs = stack.root_specs(json.loads((root_dir / releases.LOCK).read_text()),
+                             stack.core_compilers(site))
+    chains: dict[str, list[str]] = {}
+    for spec in specs:      # a package built twice (Cray: CCE and GNU): the first key's
+        chains.setdefault(spec.name, spec.modules_to_load())
+    lines = ["-- Written by bin/iostack deploy from this release's spack.lock: the modules that",
+             "-- load each package on its Lmod tree, in order. Read by the meta-modules.",
+             "return {"]
+    lines += [f'  ["{name}"] = {{{", ".join(json.dumps(m) for m in chain)}}},'
+              for name, chain in sorted(chains.items())]
+    out = root_dir / MODULE_CHAINS
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines + ["}"]) + "\n")
+    return out
 
 
 def render_fdb_config(root_dir, fdb_root=None):
@@ -129,6 +155,7 @@ def build(site: str, root: pathlib.Path, release: releases.Release,
         runner.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
                        release=rel, what="generating the Lmod tree")
         install_meta_modules(rel)
+        write_module_chains(rel, site)
         render_fdb_config(rel, root / "var" / "fdb")
     with timer("spider cache"):
         write_spider_cache(release, root)

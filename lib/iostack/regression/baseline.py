@@ -6,10 +6,16 @@ references (reframe-tests/references/<check module>.yaml), each with its provena
     git diff reframe-tests/references/ && git commit ...    # review, then commit
 
 Values come from the latest session in the results DB that ran on the system (or
---session UUID; or the median over the last --sessions N), taking each test case's last
-attempt whose sanity passed (a case failing only its performance check, as one without a
-baseline does, counts). Thresholds come from the file's `thresholds` section;
---lower/--upper override them for the gated variables.
+--session UUID; or the median over the last --sessions N), each test case's last attempt.
+A session that failed anything is refused, whatever is being recorded: its numbers are no
+baseline (a case whose only failure is the no-baseline placeholder, as on a new system,
+is no failure here).
+
+Bands (iostack.regression.gates): a gated variable's band is BAND_SIGMAS robust standard deviations
+of the recorded nights' values (record 5 or more: `--sessions 5`), never narrower than its
+threshold in the file (the floor); from fewer than 3 nights the band comes from the
+within-run spread (`<variable>_spread`), widened. Each entry keeps the spread it was made
+from (`spread:`). --lower/--upper set a band by hand instead (say why in the commit).
 """
 from __future__ import annotations
 
@@ -18,29 +24,48 @@ import pathlib
 import statistics
 
 from iostack.core.errors import Failed
-from iostack.regression import references, results
+from iostack.regression import gates, references, results
 
 
-def _usable(tc: dict) -> bool:
-    return bool(tc.get("perfvalues")) and (
-        tc.get("result") == "pass" or tc.get("fail_phase") == "performance")
+def _only_without_baseline(tc: dict) -> bool:
+    """A case whose only failure is a reference no value meets (no baseline yet)."""
+    failed = [pv for pv in results.perf_values(tc).values() if pv.result == "fail"]
+    return (tc.get("fail_phase") == "performance" and bool(failed)
+            and all(references.is_no_baseline(pv.ref) for pv in failed))
+
+
+def failures(session: dict, system: str) -> list[str]:
+    """What failed in a session on `system`, a line each (a case without a baseline aside)."""
+    return sorted(f"{tc['name']} @{tc['system']}:{tc['partition']}+{tc.get('environ')}: "
+                  f"{tc.get('fail_phase') or 'failed'}"
+                  for tc in results.last_attempts(session).values()
+                  if tc["system"] == system and tc.get("result") != "pass"
+                  and not _only_without_baseline(tc))
 
 
 def choose_sessions(sessions: list[dict], system: str, uuid: str | None = None,
                     count: int = 1) -> list[dict]:
-    """The session `uuid`, or the last `count` sessions with values from `system`."""
+    """The session `uuid`, or the last `count` sessions with values from `system`; refused
+    if any of them failed anything."""
     if uuid:
-        for s in sessions:
-            if s["session_info"].get("uuid") == uuid:
-                return [s]
-        raise Failed(f"no stored session {uuid}")
-    chosen = [s for s in sessions
-              if any(tc["system"] == system and _usable(tc)
-                     for tc in results.last_attempts(s).values())]
+        chosen = [s for s in sessions if s["session_info"].get("uuid") == uuid]
+        if not chosen:
+            raise Failed(f"no stored session {uuid}")
+    else:
+        chosen = [s for s in sessions
+                  if any(tc["system"] == system and tc.get("perfvalues")
+                         for tc in results.last_attempts(s).values())][-count:]
     if not chosen:
         raise Failed(f"no stored session has performance values from system {system}: "
                      f"run `bin/iostack nightly --system {system}` first")
-    return chosen[-count:]
+    for s in chosen:
+        failed = failures(s, system)
+        if failed:
+            raise Failed(f"session {s['session_info'].get('uuid')} failed on {system}, so none "
+                         "of its values is a baseline: " + "; ".join(failed[:5])
+                         + (f"; and {len(failed) - 5} more" if len(failed) > 5 else "")
+                         + " (fix it and run the nightly again, or name passing sessions)")
+    return chosen
 
 
 def _utc(unix) -> str:
@@ -79,14 +104,15 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     one) into the references files; returns {file: number of values written}."""
     refs_dir = refs_dir or references.REFERENCES_DIR
     prov = provenance(sessions)
-    # (file, check, partition, variant, var) -> values, unit
+    # (file, check, partition, variant, var) -> each session's value, unit
     values: dict[tuple, list] = {}
     units: dict[tuple, str | None] = {}
     without_file = set()
     for session in sessions:
         for tc in results.last_attempts(session).values():
             check = results.check_of(tc)
-            if tc["system"] != system or (checks and check not in checks) or not _usable(tc):
+            usable = tc.get("result") == "pass" or _only_without_baseline(tc)
+            if tc["system"] != system or (checks and check not in checks) or not usable:
                 continue
             path = refs_dir / references.references_file(tc["filename"]).name
             if not path.is_file():
@@ -106,11 +132,21 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     for (path, check, partition, variant, var), vals in sorted(values.items()):
         data = files.setdefault(path, references.load(path))
         section = data.setdefault(check, {})
-        gated = var in references.gated_variables(section)
+        bounds, spread = {}, None
+        threshold = (section.get("thresholds") or {}).get(var) or {}
+        if var in references.gated_variables(section):
+            within = values.get((path, check, partition, variant, var + gates.SPREAD_SUFFIX), [])
+            side = "lower" if threshold.get("lower") is not None else "upper"
+            measured = gates.band(vals, within, floor=threshold[side])
+            bounds = {"lower": -measured.width} if side == "lower" else {"upper": measured.width}
+            spread = measured.as_yaml()
+            if lower is not None or upper is not None:
+                bounds = {"lower": -abs(lower) if lower is not None else threshold.get("lower"),
+                          "upper": abs(upper) if upper is not None else threshold.get("upper")}
+                spread["band_from"] = "set by hand (--lower/--upper)"
         references.record(section, partition, variant, var, statistics.median(vals),
-                          units[(path, check, partition, variant, var)], prov,
-                          lower=-abs(lower) if lower is not None and gated else None,
-                          upper=abs(upper) if upper is not None and gated else None)
+                          units[(path, check, partition, variant, var)], prov, spread=spread,
+                          **bounds)
         written[path] = written.get(path, 0) + 1
     for path, data in files.items():
         errors = references.validate(data)

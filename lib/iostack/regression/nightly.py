@@ -15,8 +15,13 @@ option against it) and ReFrame stored its session; else the report is kept for
 `bin/iostack store-report`. The whole run, waiting included, ends within its mode's
 wall-clock bound.
 
+After a stored session, the history gate (iostack.regression.gates): each gated figure's last nights
+against the nights before them in the results DB, since its reference was recorded; a
+regression that persists fails the run (RC_REGRESSION) even when each night stayed inside
+its band.
+
 Exit codes: ReFrame's (1: a test failed), 2 a refused start, RC_NO_TESTS, RC_NOT_STORED,
-RC_TIME_UP.
+RC_TIME_UP, RC_REGRESSION.
 """
 from __future__ import annotations
 
@@ -30,12 +35,13 @@ from typing import NamedTuple
 from iostack.core import filesystems, paths, provenance, runlock
 from iostack.core.errors import IostackError
 from iostack.deployment import layout, roots, stack
-from iostack.regression import references, reframe, results
+from iostack.regression import gates, references, reframe, results
 from iostack.site import facts, packages
 
 RC_NO_TESTS = 3
 RC_NOT_STORED = 4
 RC_TIME_UP = 5
+RC_REGRESSION = 6
 
 
 class Mode(NamedTuple):
@@ -94,6 +100,41 @@ def _no_baseline_hints(report: dict, site: str) -> list[str]:
                          f"bin/iostack record-baseline --site {site} --system "
                          f"{tc['system']} --check {results.check_of(tc)}")
     return sorted(set(hints))
+
+
+def history_regressions(report: dict, system: str, root: pathlib.Path) -> list[str]:
+    """One line per gated figure of tonight's cases whose last nights regressed against the
+    nights before them (iostack.regression.gates.history_verdict), from the results DB."""
+    wanted: dict[tuple, dict[str, tuple[bool, float]]] = {}
+    for tc in results.last_attempts(report).values():
+        if tc.get("system") != system or not tc.get("filename") or not tc.get("perfvalues"):
+            continue
+        section = references.load(references.references_file(tc["filename"])).get(
+            results.check_of(tc))
+        if not section:
+            continue
+        thresholds = section.get("thresholds") or {}
+        recorded = references.entries(section, f"{system}:{tc['partition']}",
+                                      tc.get("reference_variant") or references.ANY_VARIANT)
+        measured = results.perf_values(tc)
+        for var in references.gated_variables(section):
+            if var in measured:
+                case = (tc["name"], tc["partition"], tc.get("environ"))
+                wanted.setdefault(case, {})[var] = (
+                    thresholds[var].get("lower") is not None,
+                    references.recorded_since(recorded.get(var)))
+    if not wanted:
+        return []
+    sessions = results.stored_sessions(system, root)
+    lines = []
+    for case, variables in sorted(wanted.items()):
+        for var, (lower_is_worse, since) in sorted(variables.items()):
+            values = [v for t, v in results.series(sessions, system, case, var) if t >= since]
+            found = gates.history_verdict(values, lower_is_worse)
+            if found and found.regressed:
+                lines.append(f"{case[0]} @{system}:{case[1]}+{case[2]} {var}: "
+                             f"{found.describe()}")
+    return lines
 
 
 def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
@@ -156,7 +197,10 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, syst
         print(f"iostack: error: {full}")
     uuid = report.get("session_info", {}).get("uuid")
     if uuid and outcome.notes.get("stored") == uuid:
-        return outcome.rc or (1 if full else 0)
+        regressions = history_regressions(report, system, root)
+        for line in regressions:
+            print(f"iostack: error: regression: {line}")
+        return outcome.rc or (1 if full else 0) or (RC_REGRESSION if regressions else 0)
     reason = outcome.notes.get("store_failed", "ReFrame did not say it stored it")
     print(f"iostack: error: session {uuid} was NOT stored in the results DB "
           f"{layout.results_db(root)} ({reason}); its report is kept: once the DB is repaired "

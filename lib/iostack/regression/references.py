@@ -83,6 +83,25 @@ def _entries(section: dict, partition: str, variant: str) -> dict:
     return merged
 
 
+def entries(section: dict, partition: str, variant: str) -> dict:
+    """The recorded entries of one partition and variant, by perf variable."""
+    return _entries(section, partition, variant)
+
+
+def recorded_since(entry: dict | None) -> float:
+    """Unix time of the first night an entry was recorded from (0 if unknown): the nightly's
+    history test starts there, so recording a new baseline accepts a change."""
+    import datetime
+
+    prov = (entry or {}).get("provenance") or {}
+    when = prov.get("since") or prov.get("recorded")
+    try:
+        return datetime.datetime.strptime(str(when), "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+    except ValueError:
+        return 0.0
+
+
 def has_baseline(section: dict, partition: str, variant: str) -> bool:
     gated = gated_variables(section)
     entries = _entries(section, partition, variant)
@@ -110,14 +129,17 @@ def reference_dict(section: dict, variant: str) -> dict:
 
 
 def record(section: dict, partition: str, variant: str, var: str, value: float,
-           unit: str | None, provenance: dict, lower=None, upper=None) -> dict:
-    """Set one entry (creating levels as needed); thresholds default to the section's."""
+           unit: str | None, provenance: dict, lower=None, upper=None,
+           spread: dict | None = None) -> dict:
+    """Set one entry (creating levels as needed); thresholds default to the section's;
+    `spread`: the measured spread its band was made from (iostack.regression.gates.Band)."""
     t = (section.get("thresholds") or {}).get(var) or {}
     entry = {
         "value": value,
         "lower": t.get("lower") if lower is None else lower,
         "upper": t.get("upper") if upper is None else upper,
         "unit": unit if unit is not None else t.get("unit"),
+        **({"spread": spread} if spread is not None else {}),
         "provenance": provenance,
     }
     section.setdefault("references", {}).setdefault(partition, {}).setdefault(
@@ -140,6 +162,13 @@ def _citation_problem(where: str, provenance, keys: set[str]) -> list[str]:
     return [f"{where}: source {provenance['source']!r} cites no key of {CITATIONS.name}"]
 
 
+#: units of correctness figures (bytes, counts, iterations, checksums): a check asserts
+#: them in its sanity function, exactly; a performance band on one would let a wrong
+#: count pass within it, or record a wrong one as the reference
+CORRECTNESS_UNITS = frozenset({"B", "bytes", "iterations", "messages", "fields", "files",
+                               "records", "count", "checksum"})
+
+
 def validate(data: dict) -> list[str]:
     """Problems in a references file's data ([] when it is sound)."""
     errors = []
@@ -154,6 +183,11 @@ def validate(data: dict) -> list[str]:
         for var, t in (section.get("thresholds") or {}).items():
             if "unit" not in t:
                 errors.append(f"{check}: thresholds.{var}: no unit")
+            gated = t.get("lower") is not None or t.get("upper") is not None
+            if gated and t.get("unit") in CORRECTNESS_UNITS:
+                errors.append(f"{check}: thresholds.{var}: {t['unit']} is a correctness "
+                              "figure: assert it in the check's sanity function, never as "
+                              "a performance reference")
         for partition, variants in (section.get("references") or {}).items():
             if ":" not in partition:
                 errors.append(f"{check}: {partition}: key must be system:partition")

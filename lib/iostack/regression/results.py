@@ -179,6 +179,22 @@ class PerfValue(NamedTuple):
     result: str | None
 
 
+def series(sessions: list[dict], system: str, case: tuple, var: str) -> list[tuple[float, float]]:
+    """(session start, value) of a perf variable of one test case, `case` being its
+    (name, partition, environment), over `sessions` (oldest first): every night it ran to
+    its performance stage (its sanity passed)."""
+    name, partition, environ = case
+    out = []
+    for session in sessions:
+        tc = last_attempts(session).get((name, system, partition, environ))
+        if tc is None or not (tc.get("result") == "pass" or tc.get("fail_phase") == "performance"):
+            continue
+        pv = perf_values(tc).get(var)
+        if pv is not None and isinstance(pv.value, (int, float)):
+            out.append((session["session_info"].get("time_start_unix") or 0, float(pv.value)))
+    return out
+
+
 def perf_values(tc: dict) -> dict[str, PerfValue]:
     """A test case's performance variables by name (ReFrame keys them system:partition:name)."""
     return {key.split(":")[-1]: PerfValue(*(list(pv) + [None] * 6)[:6])

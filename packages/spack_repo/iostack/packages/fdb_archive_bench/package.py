@@ -29,3 +29,33 @@ class FdbArchiveBench(InRepoPackage, CMakePackage):
     @run_before("cmake")
     def copy_in_repo_source(self):
         self.stage_in_repo_source()
+
+    def test_archive_and_verify(self):
+        """4 fields archived with their keys into a new FDB, each read back byte for byte
+        (`spack test run`; the nightly's smoke check runs it on a release)"""
+        import os
+
+        fdb = self.spec["fdb"].prefix
+        schema = next((s for s in (join_path(fdb, "etc", "fdb", "schema"),
+                                   join_path(fdb, "share", "fdb", "schema"), "/etc/fdb/schema")
+                       if os.path.isfile(s)), None)
+        assert schema, f"no FDB schema under {fdb}"
+        mkdirp("root")
+        with open("config.yaml", "w") as f:
+            f.write(f"type: local\nengine: toc\nschema: {schema}\n"
+                    f"spaces:\n- roots:\n  - path: {os.path.abspath('root')}\n")
+        os.environ["FDB5_CONFIG_FILE"] = os.path.abspath("config.yaml")
+        eccodes = self.spec["eccodes"].prefix
+        grib_set = which(eccodes.bin.grib_set) or which("grib_set")
+        samples = join_path(eccodes, "share", "eccodes", "samples", "GRIB2.tmpl")
+        # an ensemble member on pressure level 1, as fdb-hammer's template
+        grib_set("-s", "setLocalDefinition=1,localDefinitionNumber=1,class=od,expver=0001,"
+                 "productDefinitionTemplateNumber=1,type=pf,stream=enfo,number=1,"
+                 "typeOfFirstFixedSurface=100,level=1", samples, "template.grib")
+        bench = which(self.prefix.bin.join("fdb-archive-bench"))
+        args = ["--template", "template.grib", "--nsteps", "2", "--nparams", "2"]
+        out = bench(*args, "--path", "key", output=str.split, error=str.split)
+        assert "Fields written: 4" in out, out
+        out = bench("--verify", *args, output=str.split, error=str.split)
+        for line in ("Fields verified: 4", "Verify mismatches: 0", "Key mismatches: 0"):
+            assert line in out, out

@@ -30,3 +30,24 @@ class NetcdfOutputBench(InRepoPackage, CMakePackage):
     @run_before("cmake")
     def copy_in_repo_source(self):
         self.stage_in_repo_source()
+
+    # Stand-alone tests (`spack test run`; the nightly's smoke check runs them on a release)
+
+    def test_version(self):
+        """reports the recipe's version"""
+        bench = which(self.prefix.bin.join("netcdf-output-bench"))
+        out = bench("--version", output=str.split, error=str.split)
+        assert out.strip() == f"netcdf-output-bench {self.spec.version}", out
+
+    def test_batching_day_reads_back(self):
+        """one INMCM6P day in batching mode with each library, every value read back"""
+        bench = which(self.prefix.bin.join("netcdf-output-bench"))
+        for library in ("netcdf", "pnetcdf"):
+            with test_part(self, f"test_batching_day_reads_back_{library}",
+                           purpose=f"batching with {library}, verified"):
+                out = bench("--mode", "batching", "--library", library, "--days", "1",
+                            "--sync", "none", "--output-dir", f"out-{library}", "--verify",
+                            output=str.split, error=str.split)
+                # the workload's bytes (79,488,000 per INMCM6P day), no value differing
+                assert " bytes=79488000 " in out, out
+                assert "verify: OK " in out and " mismatches=0 " in out, out

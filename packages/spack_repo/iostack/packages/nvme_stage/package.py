@@ -28,6 +28,12 @@ class NvmeStage(InRepoPackage, Package):
         install(join_path(source, "nvme-stage"), prefix.bin)
         set_executable(join_path(prefix.bin, "nvme-stage"))
 
+    def test_version(self):
+        """reports the recipe's version (`spack test run`; the nightly's smoke check)"""
+        stage = which(self.prefix.bin.join("nvme-stage"))
+        out = stage("--version", output=str.split, error=str.split)
+        assert out.strip() == f"nvme-stage {self.spec.version}", out
+
     def setup_run_environment(self, env):
         # rsync of this build, before whatever the login node has; an external one is the
         # system's (on Debian /usr/bin, which must not go before what Spack built: it

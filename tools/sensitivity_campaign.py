@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""The nightly's sensitivity, measured with real slowdowns (reframe-tests/README.md, "Gates").
+
+Runs the gated figures' checks on a deployed site as the nightly does (`bin/iostack
+nightly`), clean or slowed by a mechanism a site really meets, one "night" at a time, and
+replays the gates on the nights: what each catches and how often a clean night fails.
+
+    tools/sensitivity_campaign.py run --root deploy/local --out campaign --nights 3
+    tools/sensitivity_campaign.py run --root deploy/local --out campaign --nights 2 \\
+        --slowdown cpu:0.15            # CPU quota: (1 - 0.15) of the CPUs a figure uses
+    tools/sensitivity_campaign.py run ... --slowdown blkio:0.15   # scratch disk writes
+    tools/sensitivity_campaign.py run ... --slowdown fdb-build:PREFIX  # another FDB build
+    tools/sensitivity_campaign.py analyse campaign [--series tests/data/campaign/x.json]
+
+Slowdowns (none changes a measured number; each slows what is measured):
+- cpu:F     cgroup v1 cpu controller: cpu.cfs_quota_us = (1 - F) x the CPUs the figure's
+            workload runs on x cpu.cfs_period_us (FDB's writer and pitzDaily's serial
+            solver: 1; the MPI figures: their 2 ranks);
+- blkio:F   cgroup v1 blkio: blkio.throttle.write_bps_device on the scratch device at
+            (1 - F) x its direct-write rate, measured first (`--disk-bps` to give it);
+            it throttles direct and synchronous writes, which is what the gated I/O
+            figures write (IOR --posix.odirect, FDB's fdatasync, NetCDF --sync step);
+- fdb-build:PREFIX  the FDB checks run the FDB installed at PREFIX (e.g. the same version
+            built with build_type=Debug: more work per field) in place of the release's.
+
+Every night's processes (ReFrame, its jobs) run in the cgroup; each figure's checks run as
+a night of their own. Sessions go to the campaign's own results DB (<out>/results.db), so
+the deployment's history never sees a slowed night. <out>/nights.jsonl has one line per
+night and figure: the slowdown, the session, the gated values. `analyse` replays the gates
+(iostack.regression.gates) on them: each clean night against the other clean nights (leave one out),
+each slowed night against all clean ones; and the history test on 3 slowed nights after
+the clean ones. Needs root (cgroups).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "lib"))
+
+from iostack.core import process  # noqa: E402
+from iostack.regression import gates, references, results  # noqa: E402
+
+CGROUP = pathlib.Path("/sys/fs/cgroup")
+
+
+# What the nightly gates, per figure: the checks that measure it (ReFrame -n, in the
+# nightly mode: its variants), and the CPUs its workload runs on.
+FIGURES = {
+    "fdb": {"checks": ["FdbThroughputCheck"], "cpus": 1},
+    "ior": {"checks": ["IorLayoutCheck"], "cpus": 2},
+    "mdtest": {"checks": ["MdtestScalingCheck"], "cpus": 2},
+    "io500": {"checks": ["IO500Check"], "cpus": 2},
+    "netcdf": {"checks": ["NetcdfOutputCheck"], "cpus": 2},
+    "pitzdaily": {"checks": ["OpenFOAMPitzDailyCheck"], "cpus": 1},
+}
+
+
+def check_of(name: str) -> str:
+    return name.split("%")[0]
+
+
+def gated(check: str) -> dict[str, bool]:
+    """{gated variable: lower is worse} of a check class, from its references file."""
+    for path in sorted(references.REFERENCES_DIR.glob("*.yaml")):
+        section = references.load(path).get(check)
+        if section:
+            t = section.get("thresholds") or {}
+            return {v: t[v].get("lower") is not None for v in references.gated_variables(section)}
+    return {}
+
+
+# -- slowdowns ---------------------------------------------------------------------------
+
+def block_device(path: pathlib.Path) -> str:
+    """major:minor of the disk under `path` (a partition's disk: blk-throttle is per disk)."""
+    dev = os.stat(path).st_dev
+    sysfs = pathlib.Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if (sysfs / "partition").exists():
+        return (sysfs.resolve().parent / "dev").read_text().strip()
+    return f"{os.major(dev)}:{os.minor(dev)}"
+
+
+def direct_write_bps(where: pathlib.Path, mib: int = 256) -> float:
+    """The scratch disk's direct-write rate now (dd oflag=direct), bytes/s."""
+    probe = where / f".campaign-probe-{os.getpid()}"
+    start = time.monotonic()
+    process.run(["dd", "if=/dev/zero", f"of={probe}", "bs=1M", f"count={mib}",
+                 "oflag=direct", "status=none"])
+    seconds = time.monotonic() - start
+    probe.unlink()
+    return mib * 2**20 / seconds
+
+
+class Cgroup:
+    """A cgroup v1 under `controller` that this campaign's nights run in."""
+
+    def __init__(self, controller: str, settings: dict[str, str]):
+        self.dir = CGROUP / controller / f"iostack-campaign-{os.getpid()}"
+        self.dir.mkdir(exist_ok=True)
+        for name, value in settings.items():
+            (self.dir / name).write_text(value)
+
+    def join(self):
+        """In the child, before exec: this process (and what it starts) in the group."""
+        (self.dir / "cgroup.procs").write_text(str(os.getpid()))
+
+    def remove(self):
+        try:
+            self.dir.rmdir()
+        except OSError as e:
+            print(f"campaign: note: {self.dir} not removed ({e}); processes left in it?",
+                  file=sys.stderr)
+
+
+def slowdown_groups(slowdown: str, figure: str, root: pathlib.Path, disk_bps: float | None):
+    """The cgroups a night of `figure` runs in, and what they set."""
+    kind, _, arg = slowdown.partition(":")
+    if kind == "clean" or kind == "fdb-build":
+        return [], {}
+    fraction = float(arg)
+    if kind == "cpu":
+        cpus = FIGURES[figure]["cpus"]
+        period = 100000
+        quota = int(round((1 - fraction) * cpus * period))
+        return [Cgroup("cpu", {"cpu.cfs_period_us": str(period),
+                               "cpu.cfs_quota_us": str(quota)})], \
+            {"cpu.cfs_quota_us": quota, "cpu.cfs_period_us": period, "cpus": cpus}
+    if kind == "blkio":
+        device = block_device(root)
+        rate = disk_bps or direct_write_bps(root)
+        limit = int((1 - fraction) * rate)
+        return [Cgroup("blkio", {"blkio.throttle.write_bps_device": f"{device} {limit}"})], \
+            {"device": device, "measured_write_bps": int(rate), "write_bps_device": limit}
+    raise SystemExit(f"campaign: error: unknown slowdown {slowdown!r}")
+
+
+# -- nights ------------------------------------------------------------------------------
+
+def values_of(report: dict) -> dict[str, float]:
+    """The gated values (and their spreads) of a run report: {'case|var': value}."""
+    out = {}
+    for tc in results.last_attempts(report).values():
+        wanted = gated(results.check_of(tc))
+        measured = results.perf_values(tc)
+        for var in wanted:
+            for name in (var, var + gates.SPREAD_SUFFIX):
+                pv = measured.get(name)
+                if pv is not None and isinstance(pv.value, (int, float)):
+                    out[f"{tc['name']} @{tc['partition']}+{tc.get('environ')}|{name}"] = pv.value
+    return out
+
+
+def night(root: pathlib.Path, out: pathlib.Path, figure: str, slowdown: str,
+          disk_bps: float | None) -> dict:
+    groups, settings = slowdown_groups(slowdown, figure, root, disk_bps)
+    env = {"RFM_SQLITE_DB_FILE": str(out / "results.db")}
+    # no retry: a night's figure is its one run (the nightly retries a failed case once, and
+    # a slowed night fails its references by design)
+    extra = ["--max-retries=0"]
+    for check in FIGURES[figure]["checks"]:
+        extra += ["-n", check]
+    if slowdown.startswith("fdb-build:"):
+        prefix = pathlib.Path(slowdown.split(":", 1)[1])
+        # after the modules the job loads: the other build's programs and libraries first
+        extra += ["-S", f"env_vars=PATH:{prefix}/bin:$PATH"]
+        settings = {"fdb_prefix": str(prefix)}
+    cmd = [str(REPO / "bin" / "iostack"), "nightly", "--site", "local", "--root", str(root),
+           "--", *extra]
+    started = time.time()
+    log = out / "logs" / f"{datetime.datetime.now():%Y%m%dT%H%M%S}-{figure}-{slowdown.replace(':', '_').replace('/', '_')}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"campaign: {figure} {slowdown} {settings or ''}: {' '.join(cmd)}", flush=True)
+
+    def enter():
+        for group in groups:
+            group.join()
+
+    with open(log, "w") as f:
+        rc = process.start(cmd, env_extra=env, stdout=f, stderr=subprocess.STDOUT,
+                           preexec_fn=enter).wait()
+    for group in groups:
+        group.remove()
+    text = log.read_text()
+    report_line = [line for line in text.splitlines() if line.startswith("iostack: ReFrame report: ")]
+    report = results.read_report(pathlib.Path(report_line[-1].split(": ", 2)[2])) \
+        if report_line else {}
+    failed = sorted(tc["name"] for tc in results.last_attempts(report).values()
+                    if tc.get("result") != "pass" and tc.get("fail_phase") != "performance")
+    record = {"figure": figure, "slowdown": slowdown, "settings": settings, "rc": rc,
+              "started": started, "seconds": round(time.time() - started),
+              "session": report.get("session_info", {}).get("uuid"), "log": str(log),
+              "sanity_failed": failed, "values": values_of(report)}
+    with open(out / "nights.jsonl", "a") as f:
+        f.write(json.dumps(record) + "\n")
+    print(f"campaign: {figure} {slowdown}: rc {rc}, {record['seconds']} s, "
+          f"{len(record['values'])} values{', FAILED ' + ', '.join(failed) if failed else ''}",
+          flush=True)
+    return record
+
+
+def cmd_run(args) -> int:
+    if os.geteuid() != 0 and args.slowdown not in ("clean",) and \
+            not args.slowdown.startswith("fdb-build:"):
+        raise SystemExit("campaign: error: cgroups need root")
+    root = pathlib.Path(args.root).resolve()
+    out = pathlib.Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    figures = args.figures.split(",") if args.figures else list(FIGURES)
+    for figure in figures:
+        if figure not in FIGURES:
+            raise SystemExit(f"campaign: error: unknown figure {figure!r} ({', '.join(FIGURES)})")
+    for _ in range(args.nights):
+        for figure in figures:
+            if args.slowdown.startswith("fdb-build:") and figure != "fdb":
+                continue
+            night(root, out, figure, args.slowdown, args.disk_bps)
+    return 0
+
+
+# -- analysis ----------------------------------------------------------------------------
+
+def load_nights(out: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "nights.jsonl").read_text().splitlines()
+            if line.strip()]
+
+
+def series(nights: list[dict]) -> dict:
+    """{figure: {'case|var': {slowdown: [values, in night order]}}}, gated values of nights
+    whose checks passed their sanity."""
+    out: dict = {}
+    for n in nights:
+        if n["sanity_failed"]:
+            continue
+        for key, value in n["values"].items():
+            if key.endswith(gates.SPREAD_SUFFIX):
+                continue
+            out.setdefault(n["figure"], {}).setdefault(key, {}).setdefault(
+                n["slowdown"], []).append(value)
+    return out
+
+
+def spreads(nights: list[dict]) -> dict:
+    """{'case|var': [within-run spreads of the clean nights]}."""
+    out: dict = {}
+    for n in nights:
+        if n["slowdown"] == "clean" and not n["sanity_failed"]:
+            for key, value in n["values"].items():
+                if key.endswith(gates.SPREAD_SUFFIX):
+                    out.setdefault(key[:-len(gates.SPREAD_SUFFIX)], []).append(value)
+    return out
+
+
+def lower_is_worse(key: str) -> bool:
+    case, var = key.split("|")
+    return gated(check_of(case.split()[0]))[var]
+
+
+def floor_of(key: str) -> float:
+    case, var = key.split("|")
+    check = check_of(case.split()[0])
+    for path in sorted(references.REFERENCES_DIR.glob("*.yaml")):
+        section = references.load(path).get(check)
+        if section:
+            t = section["thresholds"][var]
+            return abs(t.get("lower") if t.get("lower") is not None else t.get("upper"))
+    return 0.0
+
+
+def tripped(value: float, reference: list[float], within: list[float], floor: float,
+            low_bad: bool) -> bool:
+    """Gate 1 as ReFrame applies it: outside the band record-baseline makes from `reference`."""
+    ref = statistics.median(reference)
+    band = gates.band(reference, within, floor=floor).width
+    return value < ref * (1 - band) if low_bad else value > ref * (1 + band)
+
+
+def analyse(nights: list[dict]) -> list[dict]:
+    """One row per gated value and slowdown: nights, caught, false alarms."""
+    rows = []
+    within_all = spreads(nights)
+    for figure, keys in sorted(series(nights).items()):
+        for key, by_slowdown in sorted(keys.items()):
+            clean = by_slowdown.get("clean", [])
+            low_bad = lower_is_worse(key)
+            floor = floor_of(key)
+            within = within_all.get(key, [])
+            # clean nights, each against the others (leave one out)
+            alarms = sum(tripped(v, clean[:i] + clean[i + 1:], within, floor, low_bad)
+                         for i, v in enumerate(clean)) if len(clean) > 1 else None
+            band = gates.band(clean, within, floor=floor) if clean else None
+            rows.append({"figure": figure, "value": key, "slowdown": "clean",
+                         "nights": len(clean), "tripped": alarms,
+                         "median": statistics.median(clean) if clean else None,
+                         "band": band.width if band else None,
+                         "band_from": band.source if band else None})
+            for slowdown, values in sorted(by_slowdown.items()):
+                if slowdown == "clean" or not clean:
+                    continue
+                caught = sum(tripped(v, clean, within, floor, low_bad) for v in values)
+                history = gates.history_verdict(clean + values[:gates.RECENT_NIGHTS], low_bad,
+                                                ) if len(values) >= gates.RECENT_NIGHTS else None
+                rows.append({"figure": figure, "value": key, "slowdown": slowdown,
+                             "nights": len(values), "tripped": caught,
+                             "median": statistics.median(values),
+                             "change": statistics.median(values) / statistics.median(clean) - 1,
+                             "history": None if history is None else history.regressed})
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| figure | gated value | nights | slowdown | median | change vs clean | "
+             "gate 1 tripped | band |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        change = f"{r['change']:+.1%}" if r.get("change") is not None else ""
+        band = f"{r['band']:.1%} ({r['band_from']})" if r.get("band") is not None else ""
+        tripped = "n/a" if r["tripped"] is None else f"{r['tripped']}/{r['nights']}"
+        lines.append(f"| {r['figure']} | {r['value']} | {r['nights']} | {r['slowdown']} | "
+                     f"{r['median']:.4g} | {change} | {tripped} | {band} |")
+    return "\n".join(lines)
+
+
+def cmd_analyse(args) -> int:
+    out = pathlib.Path(args.out)
+    nights = load_nights(out)
+    rows = analyse(nights)
+    print(markdown(rows))
+    if args.series:
+        data = {"nights": [{k: n[k] for k in ("figure", "slowdown", "settings", "started",
+                                               "seconds", "session", "sanity_failed", "values")}
+                            for n in nights]}
+        pathlib.Path(args.series).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.series).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"campaign: nights written to {args.series}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run nights of the gated figures' checks")
+    r.add_argument("--root", required=True, help="the deployment to run on (bin/iostack deploy)")
+    r.add_argument("--out", required=True, help="the campaign's directory")
+    r.add_argument("--nights", type=int, default=1)
+    r.add_argument("--slowdown", default="clean",
+                   help="clean, cpu:F, blkio:F or fdb-build:PREFIX")
+    r.add_argument("--figures", help=f"comma-separated, of {', '.join(FIGURES)} (default: all)")
+    r.add_argument("--disk-bps", type=float, help="the scratch disk's direct-write rate "
+                   "(default: measured before each blkio night)")
+    r.set_defaults(func=cmd_run)
+    a = sub.add_parser("analyse", help="replay the gates on the campaign's nights")
+    a.add_argument("out")
+    a.add_argument("--series", help="also write the nights (values only) to this JSON file")
+    a.set_defaults(func=cmd_analyse)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
