@@ -253,7 +253,7 @@ def test_the_band_comes_from_the_nights_spread(refs_dir):
         "    ratio: {lower: -0.02, upper: null, unit: ratio}\n  references: {}\n")
     ratios = [1.0, 1.02, 0.98, 1.01, 0.99]
     sessions = [session(str(i), 1.7e9 + i, r) for i, r in enumerate(ratios)]
-    baseline.record(baseline.choose_sessions(series(), "sys", count=5), "sys", refs_dir=refs_dir)
+    baseline.record(baseline.choose_sessions(sessions, "sys", count=5), "sys", refs_dir=refs_dir)
     entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
         "sys:part"]["a=1"]["ratio"]
     # median 1.0, MAD 0.01: 2.5 robust standard deviations

@@ -48,7 +48,7 @@ from iostack.spack import runner
 #: compilers come from `spack compiler find`
 STACK_EXTERNALS = ("openmpi", "mpich", "cmake", "gmake", "pkgconf", "perl", "python", "bison",
                    "flex", "m4", "autoconf", "automake", "libtool", "ncurses", "rsync",
-                   "eccodes", "netcdf-c", "parallel-netcdf")
+                   "eccodes", "netcdf-c", "parallel-netcdf", "fio")
 #: what a site builds: local's environment (spack-env/templates)
 SPEC_LINES = ("$nwp_support", "$io_benchmarks", "nvme-stage")
 DETECT_REPO = paths.REPO / "packages" / "spack_repo" / "iostack_detect"
