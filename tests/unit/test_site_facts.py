@@ -96,12 +96,42 @@ def test_cray_ex_is_archer2_class_zen2():
     compute = cray.nodes["compute"]
     assert (cray.os, cray.libc, cray.target) == ("sles15", "glibc@2.31", "zen2")
     assert compute.cpu["model"] == "AMD EPYC 7742"
+    # [ARCHER2-Hardware]: 256 hardware threads; every srun asks for one task per core, so a
+    # job's tasks see 128 CPUs, as EPCC's own ReFrame configuration says [EPCC-ReFrame]
+    assert compute.smt is True
+    assert compute.srun_options() == ["--hint=nomultithread", "--distribution=block:block"]
     assert compute.reframe_processor() == {
         "arch": "zen2", "vendor": "AMD", "model": "AMD EPYC 7742", "num_cpus": 128,
         "num_cpus_per_core": 1, "num_cpus_per_socket": 64, "num_sockets": 2}
-    assert compute.summary() == "2 x 64-core AMD EPYC 7742, SMT off, NPS4"
+    assert compute.summary() == "2 x 64-core AMD EPYC 7742, SMT on, NPS4"
     assert cray.io_features("compute") == ["lustre"]
     assert compute.bmc_address_of("nid001000") == "nid001000-bmc"
+    assert cray.programming_environment["release"] == "23.09"
+
+
+def test_cray_ex_serial_nodes_are_shared_data_analysis_nodes():
+    """[ARCHER2-Analysis]: jobs share the nodes and ask for cores and memory; the QoS caps
+    what one user holds at once (32 cores, 125 GB), which ReFrame's jobs there fit in."""
+    cray = sites.load("cray-ex")
+    serial = cray.nodes["serial"]
+    assert serial.slurm_access() == ["--partition=serial", "--qos=serial", "--mem=16G"]
+    assert serial.reframe_processor()["num_cpus"] == 8
+    assert serial.hostnames == ("dvn\\d+",)
+    jobs_at_once = 4    # reframe-tests/config/iostack.py: the serial partition's max_jobs
+    assert jobs_at_once * serial.slurm["cpus"] <= 32
+    assert jobs_at_once * int(serial.slurm["mem"].rstrip("G")) <= 125
+
+
+def test_a_file_system_some_nodes_do_not_mount_is_no_scratch_of_theirs(tmp_path):
+    """ARCHER2's /home is not on its compute nodes [ARCHER2-Data]: a scratch there is refused."""
+    data = yaml.safe_load((sites.FACTS / "cray-ex.yaml").read_text())
+    data["nodes"]["compute"]["scratch"] = "/home/x01/iostack-rfm"
+    path = tmp_path / "cray-ex.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(sites.FactsError) as e:
+        sites.read(path)
+    assert str(e.value) == (f"{path}: nodes/compute/scratch: /home/x01/iostack-rfm is on none "
+                            "of the file_systems these nodes mount (/work, /mnt/lustre/a2fs-nvme)")
 
 
 def test_oci_has_one_group_per_nps_mode_on_node_local_nvme():
@@ -113,6 +143,10 @@ def test_oci_has_one_group_per_nps_mode_on_node_local_nvme():
         assert group.reframe_processor()["num_cpus"] == 36
         assert oci.file_system_of(group.scratch) == {"mount": "/mnt/localdisk", "type": "nvme",
                                                      "shared": False}
+        # Oracle's stack: MpiDefault=none, so srun names PMIx; UCX on the cluster-network NIC
+        assert group.mpi_launcher_options() == ["--mpi=pmix"]
+        assert group.rdma == {"device": "mlx5_2", "port": 1, "traffic_class": 105,
+                              "gid_index": 3}
     assert oci.io_features("compute-nps1") == ["nvme"]
 
 
@@ -152,7 +186,10 @@ def test_a_multi_node_cluster_with_scratch_per_node_is_described(tmp_path):
     ({"nodes.compute.nps": 3}, "nodes/compute/nps: 3 is not one of [0, 1, 2, 4]"),
     ({"nodes.compute.cpu.target": "zen9"}, "'zen9' is not a Spack (archspec) target"),
     ({"nodes.compute.cpu.vendor": "Intel"}, "target zen2 is a AuthenticAMD CPU, not Intel"),
-    ({"nodes.compute.scratch": "/scratch/x"}, "/scratch/x is on none of file_systems"),
+    ({"nodes.compute.scratch": "/scratch/x"}, "/scratch/x is on none of the file_systems"),
+    ({"nodes.compute.slurm.shared": True}, "nodes/compute/slurm: 'cpus' is a required property"),
+    ({"file_systems": [{"mount": "/work", "type": "lustre", "nodes": ["gpu"]}]},
+     "file_systems: /work names node groups ['gpu'] that nodes does not have"),
     ({"nodes.compute.bmc": {"method": "redfish"}}, "'address' is a required property"),
     ({"nodes.compute.slurm": None}, "compute nodes of a Slurm site need slurm: partition"),
     ({"name": "other"}, "name 'other' differs from the file's name 'cray-ex'"),
