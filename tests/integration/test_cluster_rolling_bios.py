@@ -111,7 +111,8 @@ class Watch(threading.Thread):
             nodes = dict(line.split() for line in run(
                 "sinfo", "-h", "-N", "-o", "%N %T", env=self.env).stdout.splitlines()
                 if len(line.split()) == 2)
-            self.samples.append((dict(zip(("id", "state", "node"), job)), nodes))
+            # (no job line: the job is gone, which the test reports)
+            self.samples.append((dict(zip(("id", "state", "node"), job, strict=False)), nodes))
             time.sleep(0.25)
 
 
