@@ -91,8 +91,9 @@ def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_runs):
         grib, fdb = s.index("LFDBOP=false"), s.index("LFDBOP=true")
         assert grib < s.index("name=model-grib") < fdb < s.index("name=model-fdb")
         assert s.index("name=model-fdb") < s.index("compare-fdb")
-        assert re.search(r"srun --cpus-per-task=8 \"\$OIFS_EXEC\" -v ecmwf -e \$EXPID", s)
-        assert "FDB5_CONFIG_FILE=/lus/scratch/iostack-rfm/" in s
+        assert re.search(r"srun --hint=nomultithread --distribution=block:block --cpus-per-task=8 "
+                         r"\"\$OIFS_EXEC\" -v ecmwf -e \$EXPID", s)
+        assert "FDB5_CONFIG_FILE=/work/x01/x01/iostack-rfm/" in s
     t159 = [s for s in jobs.values() if "EXPDIR=${IOSTACK_OIFS_EXPERIMENTS:-}/T159" in s]
     assert len(t159) == 12
     for s in t159:
@@ -137,7 +138,7 @@ def test_io500_ini_follows_the_parameters(dry_run):
         data = re.search(r"datadir = (\S+)", s).group(1)
         # shared by the nodes: Lustre on cray-ex; not the node-local NVMe on OCI
         if system == "cray-ex":
-            assert data.startswith("/lus/scratch/iostack-rfm/")
+            assert data.startswith("/work/x01/x01/iostack-rfm/")
         else:
             assert "/mnt/localdisk" not in data and data.endswith("/io500-data")
         assert re.search(r"\{ srun .*io500 io500\.ini > io500\.out", s)
