@@ -27,8 +27,7 @@ module sets OIFS_EXEC (the Spack recipe's setup_run_environment).
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (parameter, run_after, run_before, sanity_function,
-                                   variable)
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
 from iostack_rfm import openifs
 from iostack_rfm.base import AppCheck, parsed
@@ -90,7 +89,7 @@ class OpenIFSOutputCheck(AppCheck):
             f'{out}/{run}/fort.4 ' + ' '.join(f'--set {s}' for s in sets),
         ]
         if fdb:
-            lines.append(f'python3 -m iostack.fdbconfig --root {out}/fdb/fdb-root '
+            lines.append(f'python3 -m iostack.deployment.fdbconfig --root {out}/fdb/fdb-root '
                          f'--out {out}/fdb/fdb-config.yaml')
         return ' && '.join(lines)
 

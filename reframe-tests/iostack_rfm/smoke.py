@@ -1,6 +1,6 @@
 """The stack smoke check's table: how each package's main executable states its version
 (after Pawsey's practice of loading every module and running its program). The packages
-themselves come from the site's spack.lock (iostack.stack); a root without an entry here
+themselves come from the site's spack.lock (iostack.deployment.stack); a root without an entry here
 fails the smoke check, which says to add one. Bundle packages (nwp-env, ...) have no
 program: their check is that their module loads at the locked version. Standard library
 only.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from iostack.stack import RootSpec
+from iostack.deployment.stack import RootSpec
 
 #: the job line that lists the modules that did load (a job script goes on after a
 #: failed `module load`)

@@ -23,8 +23,7 @@ import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
-from ansible_helpers import FIXTURES, Run, ansible_env, run_role  # noqa: E402
+from ansible_helpers import FIXTURES, Run, ansible_env, run_role
 
 XFS_MIN = 320 * 1024 * 1024   # mkfs.xfs refuses filesystems below 300 MB
 LABEL = "iostack-scr"

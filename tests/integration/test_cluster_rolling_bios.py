@@ -23,12 +23,10 @@ import time
 
 import pytest
 import yaml
+from ansible_helpers import ANSIBLE_DIR, FIXTURES, ansible_env, free_port, make_cert
 from cluster_fixtures import leftovers, run
 
 from iostack import cluster as harness
-
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
-from ansible_helpers import ANSIBLE_DIR, FIXTURES, ansible_env, free_port, make_cert  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,
                                 reason=harness.unavailable_reason() or "")

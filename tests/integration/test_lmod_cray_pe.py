@@ -19,22 +19,20 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 import yaml
 
-from iostack import deploy, paths, sites
-
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
-sys.path.insert(0, str(paths.REPO / "tests" / "unit"))
-from ansible_helpers import ANSIBLE_DIR, run_role  # noqa: E402
-from spack_lock import Lock  # noqa: E402
+from ansible_helpers import ANSIBLE_DIR, run_role
+from iostack.core import paths
+from iostack.deployment import deploy
+from iostack.site import facts as site_facts
+from unit.spack_lock import Lock
 
 LMOD_INIT = pathlib.Path("/usr/share/lmod/lmod/init/bash")
 pytestmark = pytest.mark.skipif(not LMOD_INIT.exists(), reason="Lmod not installed (apt: lmod)")
 
-FACTS = sites.load("cray-ex")
+FACTS = site_facts.load("cray-ex")
 PE = FACTS.programming_environment
 # CPE releases of the stand-in PE: the facts' one and the one before it [ARCHER2-DevEnv]
 RELEASES = {

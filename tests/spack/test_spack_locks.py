@@ -2,19 +2,20 @@
 (all sites side by side), whichever way Spack was obtained (clone or release tarball)."""
 import pytest
 
-from iostack import locks, sites
+from iostack.site import facts
+from iostack.spack import locks
 
 
 @pytest.fixture(scope="module")
 def fresh(timings):
-    results = locks.fresh_locks(sites.spack_sites())
+    results = locks.fresh_locks(facts.spack_sites())
     for site, result in results.items():
         if not isinstance(result, Exception):
             timings[f"concretize {site} (side by side)"] = result[1]
     return results
 
 
-@pytest.mark.parametrize("site", sites.spack_sites())
+@pytest.mark.parametrize("site", facts.spack_sites())
 def test_site_lock_is_fresh(fresh, site):
     result = fresh[site]
     assert not isinstance(result, Exception), str(result)
