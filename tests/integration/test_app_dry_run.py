@@ -92,8 +92,11 @@ def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_runs):
         grib, fdb = s.index("LFDBOP=false"), s.index("LFDBOP=true")
         assert grib < s.index("name=model-grib") < fdb < s.index("name=model-fdb")
         assert s.index("name=model-fdb") < s.index("compare-fdb")
-        assert re.search(r"srun --hint=nomultithread --distribution=block:block --cpus-per-task=8 "
-                         r"\"\$OIFS_EXEC\" -v ecmwf -e \$EXPID", s)
+        # ARCHER2's placement rules on every model launch [ARCHER2-Scheduler]
+        launches = re.findall(r"srun ((?:--\S+ )+)\"\$OIFS_EXEC\" -v ecmwf -e \$EXPID", s)
+        assert len(launches) == 2
+        assert all(set(o.split()) == {"--cpus-per-task=8", "--hint=nomultithread",
+                                      "--distribution=block:block"} for o in launches)
         assert "FDB5_CONFIG_FILE=/work/x01/x01/iostack-rfm/" in s
     t159 = [s for s in jobs.values() if "EXPDIR=${IOSTACK_OIFS_EXPERIMENTS:-}/T159" in s]
     assert len(t159) == 12
@@ -116,7 +119,9 @@ def test_motorbike_storage_jobs_follow_oci_openfoam(dry_runs):
         assert "#SBATCH --ntasks=288" in s and "#SBATCH --ntasks-per-node=36" in s
         assert "#SBATCH --partition=compute-nps2" in s
         assert 'writeInterval -set "10"' in s
-        assert "srun --cpu-bind=rank_ldom --distribution=block:cyclic simpleFoam -parallel" in s
+        # Oracle's placement, and PMIx: the stack's Slurm has MpiDefault=none [OCI-HPC-Stack]
+        assert "srun --cpu-bind=rank_ldom --distribution=block:cyclic --mpi=pmix simpleFoam " \
+            "-parallel" in s
     order = [nvme.index(f"name={step} ") for step in
              ("stage-in", "decompose", "fan-out", "potential", "solve", "collect", "stage-out")]
     assert order == sorted(order)
