@@ -116,21 +116,62 @@ _WRITTEN_HERE = ['local', 'cray-ex', 'oci-bm-optimized3']
 _FROM_FACTS = [site_facts.load(name) for name in site_facts.names() if name not in _WRITTEN_HERE]
 
 
+def _ucx_env(rdma):
+    """The RDMA NIC of the facts as UCX and Open MPI see it: UCX on the cluster-network NIC
+    (not the first one it finds), RoCE's traffic class and GID index, and Open MPI's UCX
+    PML, so a job that cannot use UCX fails instead of falling back to TCP; as Oracle's stack
+    runs MPI on BM.Optimized3.36 [OCI-HPC-Stack]."""
+    if not rdma:
+        return []
+    env = [['UCX_NET_DEVICES', f"{rdma['device']}:{rdma['port']}"], ['OMPI_MCA_pml', 'ucx']]
+    if 'traffic_class' in rdma:
+        env.append(['UCX_IB_TRAFFIC_CLASS', str(rdma['traffic_class'])])
+    if 'gid_index' in rdma:
+        env.append(['UCX_IB_GID_INDEX', str(rdma['gid_index'])])
+    return env
+
+
 def _slurm_partition(facts, group, features, **settings):
-    """A partition on one node group of a Slurm site: access, processor, scratch (`io_dir`)
-    and the features of its file system and NPS mode come from the site's facts."""
+    """A partition on one node group of a Slurm site: access, processor, scratch (`io_dir`),
+    the options every srun and every MPI launch there needs, the RDMA NIC's environment and
+    the features of its file system and NPS mode come from the site's facts."""
     nodes = facts.nodes[group]
+    extras = {'io_dir': nodes.scratch}
+    if nodes.srun_options():
+        extras['launcher_options'] = nodes.srun_options()
+    if nodes.mpi_launcher_options():
+        extras['mpi_launcher_options'] = nodes.mpi_launcher_options()
     partition = {
         'scheduler': 'slurm',
         'access': nodes.slurm_access() + settings.pop('access', []),
         'features': features + facts.io_features(group)
                     + ([f'nps{nodes.nps}'] if nodes.nps is not None else []),
-        'extras': {'io_dir': nodes.scratch, **settings.pop('extras', {})},
+        'extras': {**extras, **settings.pop('extras', {})},
         **settings,
     }
+    if _ucx_env(nodes.rdma):
+        partition['env_vars'] = _ucx_env(nodes.rdma)
     if (processor := nodes.reframe_processor()):
         partition['processor'] = processor
     return partition
+
+
+def _cray_pe_environment(prgenv, features, extras, modules):
+    """A PrgEnv of the Cray site, as its users compile [ARCHER2-DevEnv]: the release's
+    cpe module first (it pins every PE module to the release the stack was built with),
+    then the PrgEnv, then `iostack` (modulefiles/iostack: the stack's modules of that
+    compiler), then the stack's modules; the drivers cc/CC/ftn; and the release's libraries
+    first on LD_LIBRARY_PATH, which a non-default release needs at run time."""
+    pe = _CRAY_EX.programming_environment
+    return {
+        'name': prgenv,
+        'target_systems': ['cray-ex'],
+        'modules': [f"cpe/{pe['release']}", prgenv, 'iostack'] + modules,
+        'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
+        'env_vars': [['LD_LIBRARY_PATH', '$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH']],
+        'features': features,
+        'extras': extras,
+    }
 
 
 def _oci_partition(nps):
@@ -146,6 +187,11 @@ def _oci_partition(nps):
         time_limit='3h',
         extras={'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic']},
     )
+
+
+# The data-analysis nodes of cray-ex are shared: this many jobs at a time, each asking for
+# the cores and memory of sites/cray-ex.yaml, stay within QoS serial [ARCHER2-Scheduler].
+_CRAY_EX_SERIAL_JOBS = 4
 
 
 # local-cluster: this machine as a multi-node Slurm cluster (`iostack-testbed cluster up`,
@@ -277,7 +323,9 @@ site_configuration = {
             'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],
         },
         {
-            # HPE Cray EX, Lustre ([OIFS-HECToR]'s platform).
+            # HPE Cray EX, Lustre ([OIFS-HECToR]'s platform), ARCHER2-class: every srun on the
+            # compute nodes places one task per core, blocks of CCXs [ARCHER2-Scheduler]
+            # [EPCC-ReFrame] (the facts' srun options, as launcher_options)
             'name': 'cray-ex',
             'descr': _CRAY_EX.description,
             'hostnames': _CRAY_EX.hostnames,
@@ -292,14 +340,16 @@ site_configuration = {
                     max_jobs=16,
                     time_limit='2h',
                 ),
-                # [OIFS-HECToR]: GNU builds for the login/serial nodes (post-processing).
+                # [OIFS-HECToR]: GNU builds for the login/serial nodes (post-processing), on
+                # ARCHER2's shared data-analysis nodes [ARCHER2-Analysis]: a job asks for its
+                # cores (ReFrame's --ntasks) and memory (the facts' --mem in access)
                 _slurm_partition(
                     _CRAY_EX, 'serial', ['fdb', 'grib', 'cpu'],
                     name='serial',
-                    descr='serial nodes for GNU tools and post-processing',
+                    descr='data-analysis nodes (shared) for GNU tools and post-processing',
                     launcher='local',
                     environs=['PrgEnv-gnu'],
-                    max_jobs=4,
+                    max_jobs=_CRAY_EX_SERIAL_JOBS,
                     time_limit='1h',
                 ),
             ],
@@ -348,28 +398,19 @@ site_configuration = {
             # the second FDB for the cross-version check: Debian's
             'extras': {'other_fdb_bin': '/usr/bin', **_OPENMP_FLAG},
         },
-        {
-            # [OIFS-HECToR]: the support libraries built with CCE for compute nodes ...
-            'name': 'PrgEnv-cray',
-            'target_systems': ['cray-ex'],
-            'modules': ['PrgEnv-cray', 'eccodes', 'fdb', 'fio'],
-            'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
-            'features': ['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
-            'extras': {'app_modules': {'openifs': ['openifs']}},
-        },
-        {
-            # ... and with GNU for login/serial nodes.
-            'name': 'PrgEnv-gnu',
-            'target_systems': ['cray-ex'],
-            'modules': ['PrgEnv-gnu', 'eccodes', 'fdb', 'fio'],
-            'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
-            'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
-                         'netcdf-output-bench', 'fdb-archive-bench'],
-            'extras': {'app_modules': {'ior': ['ior'], 'io500': ['io500'],
-                                       'netcdf': ['netcdf-c', 'parallel-netcdf'],
-                                       'netcdf-output-bench': ['netcdf-output-bench'],
-                                       'fdb-archive-bench': ['fdb-archive-bench']}},
-        },
+        # [OIFS-HECToR]: the support libraries built with CCE for compute nodes ...
+        _cray_pe_environment(
+            'PrgEnv-cray', ['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
+            {'app_modules': {'openifs': ['openifs']}}, ['eccodes', 'fdb', 'fio']),
+        # ... and with GNU for login/serial nodes.
+        _cray_pe_environment(
+            'PrgEnv-gnu', ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
+                           'netcdf-output-bench', 'fdb-archive-bench'],
+            {'app_modules': {'ior': ['ior'], 'io500': ['io500'],
+                             'netcdf': ['netcdf-c', 'parallel-netcdf'],
+                             'netcdf-output-bench': ['netcdf-output-bench'],
+                             'fdb-archive-bench': ['fdb-archive-bench']}},
+            ['eccodes', 'fdb', 'fio']),
         {
             'name': 'gnu',
             'target_systems': ['oci-bm-optimized3'],

@@ -209,6 +209,21 @@ def test_rerun_before_reboot_does_not_apply_again(mock_bmc, venv_bin, tmp_path):
     assert "8 NUMA node(s) = 2 socket(s) x NPS4" in third.messages()
 
 
+def test_check_mode_plans_the_drain_and_reboot_through_slurm(mock_bmc, venv_bin, tmp_path):
+    """On a live partition the restart is Slurm's (firmware.yml; the run itself is
+    tests/integration/test_cluster_rolling_bios.py): check mode names the scontrol command
+    and the reason Slurm will show, and writes nothing."""
+    role_vars = mock_bmc.role_vars(bios_smt=False, bios_nps=4, bios_reboot_via="slurm",
+                                   bios_slurm_node="nid001000", bios_verify_os=False)
+    run = run_role(venv_bin, "bios", role_vars, tmp_path, check=True)
+    assert run.rc == 0, run.explain()
+    assert ("-> Slurm drains nid001000 and reboots it when its jobs are done: scontrol reboot "
+            "ASAP nextstate=RESUME reason=iostack bios: LogicalProc=Disabled "
+            "NumaNodesPerSocket=4 nid001000") in run.messages()
+    state = mock_bmc.state()
+    assert (state["patches"], state["resets"], state["pending"]) == (0, 0, {})
+
+
 def test_wrong_nps_for_shape_fails_before_any_request(mock_bmc, venv_bin, tmp_path):
     role_vars = mock_bmc.role_vars(bios_shape="BM.Optimized3.36", bios_nps=4, bios_smt=False)
     run = run_role(venv_bin, "bios", role_vars, tmp_path)

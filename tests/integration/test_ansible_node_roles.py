@@ -18,10 +18,19 @@ from ansible_helpers import FIXTURES, make_sysfs, run_role  # noqa: E402
 
 # --- smt -----------------------------------------------------------------------
 
-def smt_vars(sysfs, tmp_path, enabled, **extra):
+# ansible_facts as a node of each OS would report them (given with -e, nothing gathered)
+OS_FACTS = {
+    "debian12": {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12"},
+    "ol8": {"os_family": "RedHat", "distribution": "OracleLinux", "distribution_major_version": "8"},
+    "sles15": {"os_family": "Suse", "distribution": "SLES", "distribution_major_version": "15"},
+}
+
+
+def smt_vars(sysfs, tmp_path, enabled, os_name="debian12", **extra):
     return {"smt_enabled": enabled, "smt_sysfs_root": str(sysfs),
             "smt_grub_dropin": str(tmp_path / "grub.d/iostack-nosmt.cfg"),
-            "smt_update_grub_command": "", "smt_verify": False, **extra}
+            "smt_update_grub_command": "", "smt_verify": False,
+            "ansible_facts": OS_FACTS[os_name], **extra}
 
 
 def control(sysfs) -> str:
@@ -69,6 +78,37 @@ def test_smt_refusals_and_verification(venv_bin, tmp_path, ctl, active, enabled,
     assert run.rc != 0
     assert error in run.messages()
     assert control(sysfs) == ctl
+
+
+@pytest.mark.parametrize("os_name,plan", [
+    ("ol8", "persistence: grubby --update-kernel=ALL --args=nosmt"),
+    ("debian12", "persistence: nosmt via {dropin}"),
+])
+def test_smt_persists_nosmt_the_way_of_each_os(venv_bin, tmp_path, os_name, plan):
+    """Oracle Linux 8 gets nosmt on every kernel through grubby, never Debian's grub drop-in
+    and update-grub; planned in check mode with the OS's facts given."""
+    sysfs = make_sysfs(tmp_path / "sys", sockets=1, numa_nodes=1, smt_control="on", smt_active="1")
+    run = run_role(venv_bin, "smt", smt_vars(sysfs, tmp_path, False, os_name,
+                                             smt_update_grub_command="update-grub"),
+                   tmp_path, check=True)
+    assert run.rc == 0, run.explain()
+    msgs = run.messages()
+    dropin = tmp_path / "grub.d/iostack-nosmt.cfg"
+    assert plan.format(dropin=dropin) in msgs
+    if os_name != "debian12":
+        assert str(dropin) not in msgs and "update-grub" not in msgs
+    assert not dropin.exists()
+    assert (sysfs / "devices/system/cpu/smt/control").read_text().strip() == "on"
+
+
+def test_smt_refuses_to_persist_on_sles_in_one_line(venv_bin, tmp_path):
+    sysfs = make_sysfs(tmp_path / "sys", sockets=1, numa_nodes=1, smt_control="on", smt_active="1")
+    run = run_role(venv_bin, "smt", smt_vars(sysfs, tmp_path, False, "sles15"), tmp_path)
+    assert run.rc != 0
+    assert ("smt: persisting nosmt on SLES (Suse) is not done by this role: set it in the "
+            "node's boot parameters (a Cray EX node boots those of its image), or set "
+            "smt_persist to false for runtime control only. Nothing was changed.") in run.messages()
+    assert (sysfs / "devices/system/cpu/smt/control").read_text().strip() == "on"
 
 
 # --- hugepages -------------------------------------------------------------------

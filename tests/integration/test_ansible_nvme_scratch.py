@@ -14,14 +14,16 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import socket
 import stat
 import subprocess
+import sys
 
 import pytest
 
-from ansible_helpers import FIXTURES, run_role  # noqa: E402
+from ansible_helpers import FIXTURES, Run, ansible_env, run_role
 
 XFS_MIN = 320 * 1024 * 1024   # mkfs.xfs refuses filesystems below 300 MB
 LABEL = "iostack-scr"
@@ -83,9 +85,9 @@ def sha256_of(path: str) -> str:
     return h.hexdigest()
 
 
-def device_with_data(loops, tmp_path) -> tuple[str, str]:
+def device_with_data(loops, tmp_path, size=64 * 1024 * 1024) -> tuple[str, str]:
     """A loop device holding ext4 with a data file; returns (device, sha256 of the file)."""
-    dev = loops(64 * 1024 * 1024)
+    dev = loops(size)
     _sh("mkfs.ext4", "-q", "-L", "precious", dev)
     mnt = tmp_path / "data"
     mnt.mkdir()
@@ -231,7 +233,8 @@ def test_raid0_plan_in_check_mode(loops, venv_bin, tmp_path):
     """Two devices make a RAID0 md array. No md driver here, so check mode only:
     the plan names the mdadm command and nothing is written to the devices."""
     a, b = loops(64 * 1024 * 1024), loops(64 * 1024 * 1024)
-    run = run_role(venv_bin, "nvme_scratch", scratch_vars(tmp_path, [a, b]), tmp_path, check=True)
+    run = run_role(venv_bin, "nvme_scratch", scratch_vars(tmp_path, [a, b]), tmp_path, check=True,
+                   gather=True)
     assert run.rc == 0, run.explain()
     msgs = run.messages()
     assert f"RAID0 /dev/md/scratch over {a}, {b}" in msgs
@@ -255,26 +258,32 @@ def blank(dev: str) -> bool:
     return _sh("wipefs", "-n", dev).stdout.strip() == ""
 
 
-@pytest.mark.parametrize(("fs_vars", "problem"), [
+@pytest.mark.parametrize(("fs_vars", "problem", "size"), [
     ({"nvme_scratch_label": "iostack-scratch"},
-     "label 'iostack-scratch' has 15 bytes: a xfs label holds 1 to 12"),
+     "label 'iostack-scratch' has 15 bytes: a xfs label holds 1 to 12", XFS_MIN),
     ({"nvme_scratch_fstype": "ext4", "nvme_scratch_label": "iostack-scratch-1"},
-     "label 'iostack-scratch-1' has 17 bytes: a ext4 label holds 1 to 16"),
+     "label 'iostack-scratch-1' has 17 bytes: a ext4 label holds 1 to 16", XFS_MIN),
     ({"nvme_scratch_mkfs_opts": "-d agcount=0"},
-     "mkfs.xfs refuses the options '-L iostack-scr -d agcount=0': Invalid value 0 for -d agcount"),
+     "mkfs.xfs refuses the options '-L iostack-scr -d agcount=0' for {dev}: Invalid value 0 for -d agcount",
+     XFS_MIN),
     ({"nvme_scratch_mount_opts": "defaults,noatime,nosuchoption"},
-     "mount refuses the options 'defaults,noatime,nosuchoption' for xfs"),
+     "mount refuses the options 'defaults,noatime,nosuchoption' for xfs", XFS_MIN),
+    # the device itself is read (mkfs.xfs -N): one too small for XFS is refused before the
+    # wipe, where a throwaway image of the right size alone let the wipe go ahead
+    ({}, "mkfs.xfs refuses the options '-L iostack-scr' for {dev}: Filesystem must be larger than 300MB.",
+     64 * 1024 * 1024),
 ])
-def test_bad_mkfs_or_mount_arguments_stop_a_forced_wipe(loops, venv_bin, tmp_path, fs_vars, problem):
+def test_bad_mkfs_or_mount_arguments_stop_a_forced_wipe(loops, venv_bin, tmp_path, fs_vars, problem,
+                                                        size):
     """[issue 12] An over-long label passed the forced wipe, then mkfs refused it: every
     argument is now checked first, and the device keeps its data."""
-    dev, file_sha = device_with_data(loops, tmp_path)
+    dev, file_sha = device_with_data(loops, tmp_path, size)
     dev_sha = sha256_of(dev)
     run = run_role(venv_bin, "nvme_scratch",
                    scratch_vars(tmp_path, [dev], nvme_scratch_force_wipe=True, **fs_vars), tmp_path)
     assert run.rc != 0
     msgs = run.messages()
-    assert f"invalid argument: {problem}" in msgs, msgs
+    assert f"invalid argument: {problem.format(dev=dev)}" in msgs, msgs
     assert "nothing was changed" in msgs and "DESTROYING" not in msgs
     ran = [name.split(" : ", 1)[-1] for name, _ in run.results()]
     assert not any(name.startswith(("Show the plan", "Wipe", "Create the filesystem")) for name in ran)
@@ -383,3 +392,136 @@ def test_raid0_is_created_then_assembled_then_left_alone(loops, fake_mdadm, venv
             md.unlink()
         if md.parent.is_dir() and not any(md.parent.iterdir()):
             md.parent.rmdir()
+
+
+# ---- each OS's own mdadm.conf and initramfs tool -------------------------------------------
+
+# ansible_facts as a node of each OS would report them (given with -e, nothing gathered)
+OS_FACTS = {
+    "debian12": {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12"},
+    "ol8": {"os_family": "RedHat", "distribution": "OracleLinux", "distribution_major_version": "8"},
+    "sles15": {"os_family": "Suse", "distribution": "SLES", "distribution_major_version": "15"},
+}
+
+
+@pytest.mark.parametrize(("os_name", "conf", "initramfs"), [
+    ("debian12", "/etc/mdadm/mdadm.conf", "update-initramfs -u"),
+    ("ol8", "/etc/mdadm.conf", "dracut --force"),
+    ("sles15", "/etc/mdadm.conf", "dracut --force"),
+])
+def test_raid0_is_recorded_where_each_os_reads_it(loops, venv_bin, tmp_path, os_name, conf,
+                                                  initramfs):
+    """Oracle Linux 8 and SLES 15 read /etc/mdadm.conf and build their initramfs with
+    dracut; Debian's mdadm.conf and update-initramfs are never used there. Planned in check
+    mode (no md driver here), with the OS's facts given."""
+    a, b = loops(64 * 1024 * 1024), loops(64 * 1024 * 1024)
+    role_vars = scratch_vars(tmp_path, [a, b], nvme_scratch_mdadm_conf="",
+                             ansible_facts=OS_FACTS[os_name])
+    run = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path, check=True)
+    assert run.rc == 0, run.explain()
+    msgs = run.messages()
+    assert f"nvme_scratch: the array goes in {conf}, then {initramfs} rebuilds the initramfs" in msgs
+    other = {"/etc/mdadm/mdadm.conf", "/etc/mdadm.conf"} - {conf}
+    assert not any(o in msgs for o in other)
+    if os_name != "debian12":
+        assert "update-initramfs" not in msgs
+
+
+def test_an_os_the_role_does_not_know_is_refused_in_one_line(loops, venv_bin, tmp_path):
+    a, b = loops(64 * 1024 * 1024), loops(64 * 1024 * 1024)
+    role_vars = scratch_vars(tmp_path, [a, b], nvme_scratch_mdadm_conf="", ansible_facts={
+        "os_family": "Archlinux", "distribution": "Archlinux"})
+    run = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path, check=True)
+    assert run.rc != 0
+    assert ("nvme_scratch: no mdadm.conf location or initramfs tool known for Archlinux "
+            "(Archlinux); set nvme_scratch_mdadm_conf and nvme_scratch_initramfs_command. "
+            "Nothing was changed.") in run.messages()
+
+
+# ---- check mode writes nothing --------------------------------------------------------------
+
+def host_state(devices: list[str], tmp_path: pathlib.Path, tmpdir: pathlib.Path) -> dict:
+    """What a run could change on this host, seen by the system's own tools: the mount
+    table and loop devices (those of this test: its devices, its paths, its temporary
+    directory; other work on the machine mounts too), the devices' bytes, and the files
+    under tmp_path and the run's TMPDIR."""
+    ours = [*devices, str(tmp_path), str(tmpdir)]
+    majmin = {_sh("lsblk", "-dno", "MAJ:MIN", d).stdout.strip() for d in devices}
+    mounts = [line for line in pathlib.Path("/proc/self/mountinfo").read_text().splitlines()
+              if any(o in line for o in ours) or line.split()[2] in majmin]
+    loops = [line for line in _sh("losetup", "-a").stdout.splitlines()
+             if any(o in line for o in ours) or "nvme-scratch-trial" in line]
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    return {"mounts": mounts, "loops": loops, "bytes": {d: sha256_of(d) for d in devices},
+            "files": files, "tmpdir": sorted(p.name for p in tmpdir.iterdir())}
+
+
+# ioctls that attach, detach or change a loop device (reading one's status changes nothing)
+LOOP_WRITES = re.compile(r"LOOP_(SET_FD|CONFIGURE|SET_STATUS|CLR_FD|CTL_ADD|CTL_GET_FREE)")
+
+
+def traced_run(venv_bin, role_vars, tmp_path, tmpdir, check: bool):
+    """ansible-playbook under strace: (run, the syscalls that mount, attach a loop device
+    or make the role's throwaway image, from every process of the run)."""
+    trace = tmp_path / "strace.log"
+    env = {"TMPDIR": str(tmpdir)}
+    vars_file = tmp_path / "vars.json"
+    vars_file.write_text(json.dumps({"ansible_python_interpreter": sys.executable,
+                                     "test_role": "nvme_scratch", **role_vars}))
+    argv = ["strace", "-f", "-qq", "-o", str(trace), "-e",
+            "trace=mount,umount2,ioctl,openat,mkdir,mkdirat",
+            str(venv_bin / "ansible-playbook"), "-i", "localhost,", "-c", "local", "-e",
+            f"@{vars_file}", str(FIXTURES / "role.yml")] + (["--check"] if check else [])
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                       env={**ansible_env(venv_bin), **env})
+    data = json.loads(p.stdout) if p.stdout.startswith("{") else {}
+    # (Ansible unpacks its module payloads in TMPDIR too: the role's own files there are
+    # the trial's, named nvme-scratch-trial-*)
+    writes = [line for line in trace.read_text().splitlines()
+              if re.search(r" (mount|umount2)\(", line) or LOOP_WRITES.search(line)
+              or ("nvme-scratch-trial" in line and re.search(r"O_CREAT|mkdir", line))]
+    return Run(p.returncode, data, p.stdout, p.stderr), writes
+
+
+@pytest.mark.parametrize("case", ["fresh", "forced wipe", "bad mkfs option"])
+def test_check_mode_leaves_the_host_as_it_was(loops, venv_bin, tmp_path, case):
+    """`--check` plans without writing: the device a run would format is read by mkfs's own
+    no-write mode, no throwaway image is made or loop-mounted (strace of the whole run sees
+    no mount, no loop device attached, no file made in its TMPDIR), and the mounts, loop
+    devices, device bytes and files are as before. The same play without --check shows
+    that the trace sees all of it."""
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed")
+    if case == "forced wipe":
+        dev, _ = device_with_data(loops, tmp_path, XFS_MIN)
+        extra = {"nvme_scratch_force_wipe": True}
+    else:
+        dev = loops()
+        extra = {"nvme_scratch_mkfs_opts": "-d agcount=0"} if case == "bad mkfs option" else {}
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    role_vars = scratch_vars(tmp_path, [dev], **extra)
+    before = host_state([dev], tmp_path, tmpdir)
+    run, writes = traced_run(venv_bin, role_vars, tmp_path, tmpdir, check=True)
+    after = host_state([dev], tmp_path, tmpdir)
+    for name in ("strace.log", "vars.json"):
+        after["files"].remove(name)
+    assert writes == []
+    assert after == before
+    msgs = run.messages()
+    if case == "bad mkfs option":
+        assert run.rc != 0
+        assert (f"invalid argument: mkfs.xfs refuses the options '-L iostack-scr -d agcount=0' "
+                f"for {dev}: Invalid value 0 for -d agcount") in msgs
+    else:
+        assert run.rc == 0, run.explain()
+        assert f"mkfs.xfs -N -f -L iostack-scr {dev}: accepted (writes nothing)" in msgs
+        assert "mount options 'defaults,noatime,nofail,x-systemd.device-timeout=30s': not tried in check mode" in msgs
+
+    if case == "fresh":
+        # the control: a real run formats, tries its options on a throwaway image and mounts
+        real, writes = traced_run(venv_bin, role_vars, tmp_path, tmpdir, check=False)
+        assert real.rc == 0, real.explain()
+        assert any(" mount(" in w for w in writes) and any(LOOP_WRITES.search(w) for w in writes)
+        assert any(str(tmpdir) in w and "nvme-scratch-trial" in w for w in writes)
+        assert host_state([dev], tmp_path, tmpdir)["mounts"] != before["mounts"]

@@ -68,7 +68,9 @@ def test_inventory_layers_common_then_site_then_group(repo, venv_bin, site):
         assert "bios_method" not in hostvars[deploy[0]]      # group layer only for compute
     if site == "cray-ex":
         hv = hostvars[compute[0]]
-        assert (hv["bios_method"], hv["bios_nps"], hv["bios_smt"]) == ("redfish", 4, False)
+        # ARCHER2 runs SMT on, NPS4 [ARCHER2-Hardware]; changes go through Slurm
+        assert (hv["bios_method"], hv["bios_nps"], hv["bios_smt"]) == ("redfish", 4, True)
+        assert (hv["bios_reboot_via"], hv["bios_slurm_delegate"]) == ("slurm", deploy[0])
         assert [d["size"] for d in hv["lustre_striping_dirs"]] == ["4M", "16M"]
 
 

@@ -107,6 +107,43 @@ def test_lmod_puts_the_current_release_and_its_spider_cache_in_login_shells(venv
     assert second.changed == 0, second.changed_tasks()
 
 
+
+@pytest.mark.parametrize("facts,plan", [
+    ({"os_family": "RedHat", "distribution": "OracleLinux", "distribution_major_version": "8",
+      "pkg_mgr": "dnf"},
+     "lmod: would install Lmod from repository ol8_developer_EPEL with the dnf module"),
+    ({"os_family": "RedHat", "distribution": "Rocky", "distribution_major_version": "8",
+      "pkg_mgr": "dnf"},
+     "lmod: would install Lmod from repository epel with the dnf module"),
+    ({"os_family": "Suse", "distribution": "SLES", "distribution_major_version": "15",
+      "pkg_mgr": "zypper"},
+     "lmod: would install lua-lmod with the zypper module"),
+    ({"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12",
+      "pkg_mgr": "apt"},
+     "lmod: would install lmod with the apt module"),
+])
+def test_lmod_installs_each_distributions_own_package(venv_bin, tmp_path, facts, plan):
+    """Oracle Linux 8's Lmod is EPEL's, from Oracle's mirror of it (ol8_developer_EPEL, as
+    Oracle's stack enables it [OCI-HPC-Stack]); SLES's is lua-lmod. Planned in check mode with
+    the OS's facts given."""
+    role_vars = {"iostack_root": str(tmp_path / "root"), "ansible_facts": facts,
+                 "lmod_profile_script": str(tmp_path / "profile.d/iostack-modules.sh"),
+                 "lmod_rc_file": str(tmp_path / "etc-lmod/iostack-lmodrc.lua")}
+    run = run_role(venv_bin, "lmod", role_vars, tmp_path, check=True)
+    assert run.rc == 0, run.explain()
+    assert plan in run.messages()
+    assert not (tmp_path / "profile.d").exists()
+
+
+def test_lmod_refuses_a_distribution_it_has_no_package_for(venv_bin, tmp_path):
+    run = run_role(venv_bin, "lmod", {"ansible_facts": {"os_family": "Archlinux",
+                                                        "distribution": "Archlinux"}},
+                   tmp_path, check=True)
+    assert run.rc != 0
+    assert ("lmod: no Lmod package known for Archlinux (Archlinux); add it to lmod_packages, "
+            "or install Lmod yourself and set lmod_install to false.") in run.messages()
+
+
 # --- spack_stack ------------------------------------------------------------------
 
 @pytest.fixture

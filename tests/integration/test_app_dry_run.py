@@ -92,8 +92,12 @@ def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_runs):
         grib, fdb = s.index("LFDBOP=false"), s.index("LFDBOP=true")
         assert grib < s.index("name=model-grib") < fdb < s.index("name=model-fdb")
         assert s.index("name=model-fdb") < s.index("compare-fdb")
-        assert re.search(r"srun --cpus-per-task=8 \"\$OIFS_EXEC\" -v ecmwf -e \$EXPID", s)
-        assert "FDB5_CONFIG_FILE=/lus/scratch/iostack-rfm/" in s
+        # ARCHER2's placement rules on every model launch [ARCHER2-Scheduler]
+        launches = re.findall(r"srun ((?:--\S+ )+)\"\$OIFS_EXEC\" -v ecmwf -e \$EXPID", s)
+        assert len(launches) == 2
+        assert all(set(o.split()) == {"--cpus-per-task=8", "--hint=nomultithread",
+                                      "--distribution=block:block"} for o in launches)
+        assert "FDB5_CONFIG_FILE=/work/x01/x01/iostack-rfm/" in s
     t159 = [s for s in jobs.values() if "EXPDIR=${IOSTACK_OIFS_EXPERIMENTS:-}/T159" in s]
     assert len(t159) == 12
     for s in t159:
@@ -115,7 +119,9 @@ def test_motorbike_storage_jobs_follow_oci_openfoam(dry_runs):
         assert "#SBATCH --ntasks=288" in s and "#SBATCH --ntasks-per-node=36" in s
         assert "#SBATCH --partition=compute-nps2" in s
         assert 'writeInterval -set "10"' in s
-        assert "srun --cpu-bind=rank_ldom --distribution=block:cyclic simpleFoam -parallel" in s
+        # Oracle's placement, and PMIx: the stack's Slurm has MpiDefault=none [OCI-HPC-Stack]
+        assert "srun --cpu-bind=rank_ldom --distribution=block:cyclic --mpi=pmix simpleFoam " \
+            "-parallel" in s
     order = [nvme.index(f"name={step} ") for step in
              ("stage-in", "decompose", "fan-out", "potential", "solve", "collect", "stage-out")]
     assert order == sorted(order)
@@ -138,7 +144,7 @@ def test_io500_ini_follows_the_parameters(dry_run):
         data = re.search(r"datadir = (\S+)", s).group(1)
         # shared by the nodes: Lustre on cray-ex; not the node-local NVMe on OCI
         if system == "cray-ex":
-            assert data.startswith("/lus/scratch/iostack-rfm/")
+            assert data.startswith("/work/x01/x01/iostack-rfm/")
         else:
             assert "/mnt/localdisk" not in data and data.endswith("/io500-data")
         assert re.search(r"\{ srun .*io500 io500\.ini > io500\.out", s)

@@ -54,12 +54,26 @@ def test_the_whole_suite_dry_runs(dry_runs, system):
 
 
 def test_cray_ex_jobs_ask_for_the_standard_partition_and_qos(dry_runs):
+    """[ARCHER2-Scheduler]: every srun on the compute nodes places one task per core, CCXs
+    filled in turn; the jobs load the PE release, the PrgEnv and the stack first."""
     prefix, _ = dry_runs["cray-ex"]
     scripts = job_scripts(prefix, "compute", "FdbThroughputCheck")
     assert scripts
     for s in scripts:
         assert "#SBATCH --partition=standard" in s and "#SBATCH --qos=standard" in s
-        assert "\nsrun " in s and "/lus/scratch/iostack-rfm/" in s
+        assert "\nsrun --hint=nomultithread --distribution=block:block " in s
+        assert "/work/x01/x01/iostack-rfm/" in s
+        assert "export LD_LIBRARY_PATH=$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH" in s
+
+
+def test_cray_ex_serial_jobs_ask_for_their_memory(dry_runs):
+    """[ARCHER2-Analysis]: on the shared data-analysis nodes a job gives --ntasks and --mem."""
+    prefix, _ = dry_runs["cray-ex"]
+    scripts = job_scripts(prefix, "serial", "FdbBitIdentityCheck")
+    assert scripts
+    for s in scripts:
+        assert "#SBATCH --partition=serial" in s and "#SBATCH --qos=serial" in s
+        assert "#SBATCH --mem=16G" in s and re.search(r"#SBATCH --ntasks=\d+", s)
 
 
 def test_oci_jobs_bind_per_nps_mode(dry_runs):
@@ -71,3 +85,5 @@ def test_oci_jobs_bind_per_nps_mode(dry_runs):
             assert f"#SBATCH --partition=compute-{nps}" in s
             assert re.search(rf"\nsrun {bind} --distribution=block:cyclic bash ", s), s
             assert "/mnt/localdisk/iostack-rfm/" in s
+            # UCX on the cluster-network NIC, as Oracle's stack runs MPI [OCI-HPC-Stack]
+            assert "export UCX_NET_DEVICES=mlx5_2:1" in s and "export OMPI_MCA_pml=ucx" in s

@@ -227,3 +227,19 @@ def test_compilers_from_environment_take_precedence(tmp_path):
     assert f"CMAKE_C_COMPILER:FILEPATH={tl.CRAYPE_BIN / 'cc'}\n" in cache, res.stdout
     assert f"CMAKE_Fortran_COMPILER:FILEPATH={tl.CRAYPE_BIN / 'ftn'}\n" in cache, res.stdout
     assert craype.calls("cc") and craype.calls("ftn")
+
+
+def test_the_compilers_themselves_get_no_driver_options(tmp_path):
+    """Spack compiles with the PE's compilers themselves (its wrappers around craycc or the
+    PE's gcc), not through cc/CC/ftn [ARCHER2-Spack]: the drivers' -dynamic (which gcc would
+    read as debugging options) stays off their link lines; through the stand-in drivers it
+    is there (test_build_lines_carry_bit_openmp_link_and_rpath_flags)."""
+    env = dict(tl.clean_env(), CC="gcc", CXX="g++", FC="gfortran")
+    res = tl.run(["cmake", "-S", CRAYAPP, "-B", tmp_path / "build",
+                  f"-DCMAKE_TOOLCHAIN_FILE={tl.TOOLCHAINS / 'cray-gnu.cmake'}", "-C", PRESEED],
+                 env=env)
+    assert res.returncode == 0, res.stdout
+    cache = (tmp_path / "build" / "CMakeCache.txt").read_text()
+    assert re.search(r"^CMAKE_C_COMPILER:FILEPATH=.*/gcc$", cache, re.M), cache
+    flags = re.search(r"^CMAKE_EXE_LINKER_FLAGS:STRING=(.*)$", cache, re.M).group(1)
+    assert "-dynamic" not in flags.split()

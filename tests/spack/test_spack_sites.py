@@ -56,13 +56,12 @@ def test_a_second_gcc_module_does_not_change_the_gnu_stack(tmp_path):
     env_dir = runner.deployed_env("cray-ex", tmp_path)
     packages = env_dir / "packages.yaml"
     second_gcc = """    - spec: gcc@12.2.0 languages:='c,c++,fortran' os=sles15 target=zen2
-      prefix: /opt/cray/pe/gcc/12.2.0/snos
-      modules: [PrgEnv-gnu, gcc/12.2.0]
+      prefix: /opt/cray/pe/gcc/12.2.0
       extra_attributes:
         compilers:
-          c: /opt/cray/pe/gcc/12.2.0/snos/bin/gcc
-          cxx: /opt/cray/pe/gcc/12.2.0/snos/bin/g++
-          fortran: /opt/cray/pe/gcc/12.2.0/snos/bin/gfortran
+          c: /opt/cray/pe/gcc/12.2.0/bin/gcc
+          cxx: /opt/cray/pe/gcc/12.2.0/bin/g++
+          fortran: /opt/cray/pe/gcc/12.2.0/bin/gfortran
 """
     text = packages.read_text()
     anchor = "  gcc:\n    buildable: false\n    externals:\n"
@@ -78,3 +77,38 @@ def test_a_second_gcc_module_does_not_change_the_gnu_stack(tmp_path):
     # IOR and the MPI it links are gcc 11.2.0's (build-only tools may use either gcc)
     assert nodes["ior"].rstrip().endswith("%c=gcc@11.2.0")
     assert nodes["cray-mpich"].rstrip().endswith("%c=gcc@11.2.0")
+
+
+# Spack's own Lmod layout of a lock's specs, asked of Spack itself (no install needed)
+LAYOUT = """
+import spack.environment as ev
+import spack.modules.lmod as lmod
+for spec in ev.active_environment().all_specs():
+    if not spec.external:
+        conf = lmod.LmodConfiguration(spec, "default", explicit=False)
+        print(spec.name, lmod.LmodFileLayout(conf).filename)
+"""
+
+
+def test_cray_ex_modules_sit_at_the_level_of_their_prgenv(tmp_path):
+    """Where Spack writes the cray-ex lock's modules: the CCE stack's at the compiler level
+    cce/16.0.1 (which HPE's cce module and modulefiles/iostack put on MODULEPATH), the GNU
+    stack's in Core (gcc 11.2.0 is the core compiler), and no MPI level (cray-mpich is an
+    external with no module of Spack's to open one). tests/integration/test_lmod_cray_pe.py
+    loads a tree laid out so, under Lmod with stand-ins of HPE's PE modules."""
+    env_dir = runner.deployed_env("cray-ex", tmp_path)
+    script = tmp_path / "layout.py"
+    script.write_text(LAYOUT)
+    env = {**os.environ, **{k: str(v) for k, v in runner.environment(tmp_path).items()}}
+    p = subprocess.run([str(pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"), "-e", str(env_dir),
+                        "python", str(script)], capture_output=True, text=True, timeout=1200, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    root = f"{tmp_path}/modulefiles/"
+    levels = {}
+    for line in p.stdout.splitlines():
+        name, path = line.split()
+        assert path.startswith(root), path
+        levels.setdefault(path[len(root):].rsplit("/", 2)[0], set()).add(name)
+    assert set(levels) == {"Core", "cce/16.0.1"}, sorted(levels)
+    assert {"openifs", "nwp-env", "fdb", "eccodes"} <= levels["cce/16.0.1"]
+    assert {"fdb", "eccodes", "fio", "ior", "io500"} <= levels["Core"]

@@ -87,8 +87,8 @@ class FakeProbe:
     def mounts(self):
         return self.mounted
 
-    def trial(self, fstype, label, mkfs_opts, mount_opts):
-        return []
+    def trial(self, fstype, label, mkfs_opts, mount_opts, targets):
+        return [], []
 
 
 def params(devices, **kw):
@@ -209,9 +209,10 @@ def test_labels_are_checked_per_filesystem_and_options_by_a_trial():
     unparsable = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], mkfs_opts="-m 'crc=1"), probe)
     assert unparsable["invalid"] == ["mkfs options '-m 'crc=1' do not parse: No closing quotation "
                                      "(nvme_scratch_mkfs_opts)"]
-    probe.trial = lambda *args: [f"tried {args}"]
+    probe.trial = lambda *args: ([f"tried {args}"], [])
     tried = mod.inspect(params(["/dev/disk/by-id/nvme-Fake_S1"], mkfs_opts="-K", mount_opts="noatime"), probe)
-    assert tried["invalid"] == ["tried ('xfs', 'iostack-scr', '-K', 'noatime')"]
+    # tried on the device mkfs would format (a fresh one)
+    assert tried["invalid"] == ["tried ('xfs', 'iostack-scr', '-K', 'noatime', ['/dev/nvme1n1'])"]
 
 
 def test_a_moved_serial_is_refused_and_its_disk_found():

@@ -101,14 +101,30 @@ def test_cray_ex_compute_and_its_programming_environments(config):
     assert p["scheduler"] == "slurm" and p["launcher"] == "srun"
     assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
     assert p["access"] == ["--partition=standard", "--qos=standard"]
+    # every srun: one task per core, CCXs filled in turn [ARCHER2-Scheduler] [EPCC-ReFrame]
+    assert p["extras"]["launcher_options"] == ["--hint=nomultithread", "--distribution=block:block"]
+    assert "mpi_launcher_options" not in p["extras"]
     assert (p["processor"]["arch"], p["processor"]["num_cpus"]) == ("zen2", 128)
-    assert p["extras"]["io_dir"] == "/lus/scratch/iostack-rfm"
+    assert p["extras"]["io_dir"] == "/work/x01/x01/iostack-rfm"
     assert set(p["environs"]) == {"PrgEnv-cray", "PrgEnv-gnu"}
     envs = {e["name"]: e for e in config["environments"]}
     for name in ("PrgEnv-cray", "PrgEnv-gnu"):
-        assert envs[name]["modules"][0] == name
+        # the release first, then the PrgEnv, then the stack [ARCHER2-DevEnv]
+        assert envs[name]["modules"][:3] == ["cpe/23.09", name, "iostack"]
         assert {"eccodes", "fdb"} <= set(envs[name]["modules"])
         assert (envs[name]["cc"], envs[name]["cxx"], envs[name]["ftn"]) == ("cc", "CC", "ftn")
+        assert envs[name]["env_vars"] == [["LD_LIBRARY_PATH",
+                                           "$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH"]]
+
+
+def test_cray_ex_serial_is_shared_and_each_job_names_its_memory(config):
+    """[ARCHER2-Analysis]: ReFrame gives --ntasks; the access gives --mem; the jobs ReFrame
+    runs there at once stay within what QoS serial lets one user hold (32 cores, 125 GB)."""
+    p = partition(config, "cray-ex:serial")
+    assert p["access"] == ["--partition=serial", "--qos=serial", "--mem=16G"]
+    assert p["environs"] == ["PrgEnv-gnu"] and p["launcher"] == "local"
+    assert p["max_jobs"] * p["processor"]["num_cpus"] <= 32
+    assert p["max_jobs"] * 16 <= 125
 
 
 def test_oci_binds_as_oci_openfoam_says(config):
@@ -122,6 +138,16 @@ def test_oci_binds_as_oci_openfoam_says(config):
         assert p["processor"]["num_cpus"] == 36 and p["processor"]["num_sockets"] == 2
     assert nps1["access"] == ["--partition=compute-nps1", "--exclusive"]
     assert nps2["access"] == ["--partition=compute-nps2", "--exclusive"]
+
+
+def test_oci_mpi_starts_through_pmix_over_the_cluster_network_nic(config):
+    """Oracle's stack sets MpiDefault=none and runs MPI on mlx5_2 port 1 with RoCE's traffic
+    class 105 and GID index 3 over UCX [OCI-HPC-Stack] [OCI-Tips-Slurm]."""
+    for name in ("oci-bm-optimized3:nps1", "oci-bm-optimized3:nps2"):
+        p = partition(config, name)
+        assert p["extras"]["mpi_launcher_options"] == ["--mpi=pmix"]
+        assert dict(p["env_vars"]) == {"UCX_NET_DEVICES": "mlx5_2:1", "OMPI_MCA_pml": "ucx",
+                                       "UCX_IB_TRAFFIC_CLASS": "105", "UCX_IB_GID_INDEX": "3"}
 
 
 def test_systems_take_hosts_processors_partitions_and_scratch_from_the_facts(config):
@@ -143,6 +169,24 @@ def test_systems_take_hosts_processors_partitions_and_scratch_from_the_facts(con
                 assert p["access"][:len(group.slurm_access())] == group.slurm_access()
                 assert p.get("processor") == group.reframe_processor()
                 assert p["extras"]["io_dir"] == group.scratch
+                # the srun placement rules (the OCI binding of [OCI-OpenFOAM] is the
+                # config's own), the PMI plugin and the RDMA NIC of the facts
+                if group.srun_options():
+                    assert p["extras"]["launcher_options"] == group.srun_options()
+                assert p["extras"].get("mpi_launcher_options", []) == group.mpi_launcher_options()
+                if group.rdma:
+                    env = dict(p["env_vars"])
+                    assert env["UCX_NET_DEVICES"] == f"{group.rdma['device']}:{group.rdma['port']}"
+                    assert env["UCX_IB_TRAFFIC_CLASS"] == str(group.rdma["traffic_class"])
+                    assert env["UCX_IB_GID_INDEX"] == str(group.rdma["gid_index"])
+        # a vendor PE: every environment of the site is one of its PrgEnvs, with its release
+        pe = facts.programming_environment
+        if pe:
+            envs = [e for e in config["environments"]
+                    if set(e["target_systems"]) & set(facts.systems)]
+            assert {e["name"] for e in envs} <= set(pe["prgenvs"])
+            for e in envs:
+                assert e["modules"][:2] == [f"cpe/{pe['release']}", e["name"]]
 
 
 def _modules_of(env):
@@ -152,17 +196,20 @@ def _modules_of(env):
 
 def module_problems(env, site):
     """Modules of an environment that the site's lock does not install (with the compiler of
-    the environment's PrgEnv, or a core compiler, whose modules are always visible)."""
+    the environment's PrgEnv, or a core compiler, whose modules are always visible), that are
+    not its programming environment's (sites/<site>.yaml) and not hand-written (modulefiles/)."""
     lock = Lock.of(site)
     external_modules = {m: s for s in lock.specs.values() if s.get("external")
                         for m in (s["external"].get("module") or [])}
     lmod = yaml.safe_load((paths.SPACK_ENV_SITES / site / "modules.yaml").read_text())
     core = set(lmod["modules"]["default"]["lmod"].get("core_compilers", []))
-    compilers = {f"{s['name']}@{s['version']}" for m in _modules_of(env)
-                 if (s := external_modules.get(m)) and s["name"] in ("cce", "gcc")}
+    pe = site_facts.load(site).programming_environment or {"prgenvs": {}}
+    pe_modules = set(pe["prgenvs"]) | ({f"cpe/{pe['release']}"} if "release" in pe else set())
+    meta_modules = {p.name for p in paths.META_MODULES.iterdir() if p.is_dir()}
+    compilers = {pe["prgenvs"][m]["compiler"] for m in _modules_of(env) if m in pe["prgenvs"]}
     problems = []
     for module in _modules_of(env):
-        if module in external_modules:
+        if module in external_modules or module in pe_modules or module in meta_modules:
             continue
         in_lock = lock.named(module.split("/")[0])
         # Spack writes modules for the externals of a lock too (Debian's Open MPI on local)
@@ -191,7 +238,7 @@ def test_a_module_the_lock_lacks_or_builds_with_another_compiler_is_named(config
         "spack-env/sites/oci-bm-optimized3/spack.lock"]
     prgenv_gnu = dict(envs["PrgEnv-gnu"], extras={"app_modules": {"openifs": ["openifs"]}})
     assert module_problems(prgenv_gnu, "cray-ex") == [
-        "PrgEnv-gnu@cray-ex: module openifs: the lock builds it with [['cce@15.0.0']], not "
+        "PrgEnv-gnu@cray-ex: module openifs: the lock builds it with [['cce@16.0.1']], not "
         "['gcc@11.2.0'] or a core compiler ['gcc@11.2.0']"]
 
 

@@ -105,12 +105,42 @@ def test_cray_ex_is_archer2_class_zen2():
     compute = cray.nodes["compute"]
     assert (cray.os, cray.libc, cray.target) == ("sles15", "glibc@2.31", "zen2")
     assert compute.cpu["model"] == "AMD EPYC 7742"
+    # [ARCHER2-Hardware]: 256 hardware threads; every srun asks for one task per core, so a
+    # job's tasks see 128 CPUs, as EPCC's own ReFrame configuration says [EPCC-ReFrame]
+    assert compute.smt is True
+    assert compute.srun_options() == ["--hint=nomultithread", "--distribution=block:block"]
     assert compute.reframe_processor() == {
         "arch": "zen2", "vendor": "AMD", "model": "AMD EPYC 7742", "num_cpus": 128,
         "num_cpus_per_core": 1, "num_cpus_per_socket": 64, "num_sockets": 2}
-    assert compute.summary() == "2 x 64-core AMD EPYC 7742, SMT off, NPS4"
+    assert compute.summary() == "2 x 64-core AMD EPYC 7742, SMT on, NPS4"
     assert cray.io_features("compute") == ["lustre"]
     assert compute.bmc_address_of("nid001000") == "nid001000-bmc"
+    assert cray.programming_environment["release"] == "23.09"
+
+
+def test_cray_ex_serial_nodes_are_shared_data_analysis_nodes():
+    """[ARCHER2-Analysis]: jobs share the nodes and ask for cores and memory; the QoS caps
+    what one user holds at once (32 cores, 125 GB), which ReFrame's jobs there fit in."""
+    cray = site_facts.load("cray-ex")
+    serial = cray.nodes["serial"]
+    assert serial.slurm_access() == ["--partition=serial", "--qos=serial", "--mem=16G"]
+    assert serial.reframe_processor()["num_cpus"] == 8
+    assert serial.hostnames == ("dvn\\d+",)
+    jobs_at_once = 4    # reframe-tests/config/iostack.py: the serial partition's max_jobs
+    assert jobs_at_once * serial.slurm["cpus"] <= 32
+    assert jobs_at_once * int(serial.slurm["mem"].rstrip("G")) <= 125
+
+
+def test_a_file_system_some_nodes_do_not_mount_is_no_scratch_of_theirs(tmp_path):
+    """ARCHER2's /home is not on its compute nodes [ARCHER2-Data]: a scratch there is refused."""
+    data = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
+    data["nodes"]["compute"]["scratch"] = "/home/x01/iostack-rfm"
+    path = tmp_path / "cray-ex.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(site_facts.FactsError) as e:
+        site_facts.read(path)
+    assert str(e.value) == (f"{path}: nodes/compute/scratch: /home/x01/iostack-rfm is on none "
+                            "of the file_systems these nodes mount (/work, /mnt/lustre/a2fs-nvme)")
 
 
 def test_oci_has_one_group_per_nps_mode_on_node_local_nvme():
@@ -122,6 +152,10 @@ def test_oci_has_one_group_per_nps_mode_on_node_local_nvme():
         assert group.reframe_processor()["num_cpus"] == 36
         assert oci.file_system_of(group.scratch) == {"mount": "/mnt/localdisk", "type": "nvme",
                                                      "shared": False}
+        # Oracle's stack: MpiDefault=none, so srun names PMIx; UCX on the cluster-network NIC
+        assert group.mpi_launcher_options() == ["--mpi=pmix"]
+        assert group.rdma == {"device": "mlx5_2", "port": 1, "traffic_class": 105,
+                              "gid_index": 3}
     assert oci.io_features("compute-nps1") == ["nvme"]
 
 
@@ -161,7 +195,10 @@ def test_a_multi_node_cluster_with_scratch_per_node_is_described(tmp_path):
     ({"nodes.compute.nps": 3}, "nodes/compute/nps: 3 is not one of [0, 1, 2, 4]"),
     ({"nodes.compute.cpu.target": "zen9"}, "'zen9' is not a Spack (archspec) target"),
     ({"nodes.compute.cpu.vendor": "Intel"}, "target zen2 is a AuthenticAMD CPU, not Intel"),
-    ({"nodes.compute.scratch": "/scratch/x"}, "/scratch/x is on none of file_systems"),
+    ({"nodes.compute.scratch": "/scratch/x"}, "/scratch/x is on none of the file_systems"),
+    ({"nodes.compute.slurm.shared": True}, "nodes/compute/slurm: 'cpus' is a required property"),
+    ({"file_systems": [{"mount": "/work", "type": "lustre", "nodes": ["gpu"]}]},
+     "file_systems: /work names node groups ['gpu'] that nodes does not have"),
     ({"nodes.compute.bmc": {"method": "redfish"}}, "'address' is a required property"),
     ({"nodes.compute.slurm": None}, "compute nodes of a Slurm site need slurm: partition"),
     ({"name": "other"}, "name 'other' differs from the file's name 'cray-ex'"),
@@ -230,6 +267,40 @@ def spack_disagreements(site: str) -> list[str]:
     problems += [f"{where}: external {spec!r} names a compiler without its version"
                  for _, spec in externals
                  for t in _tokens(spec) if t.startswith("%") and "@" not in t]
+    problems += pe_disagreements(site, facts, externals)
+    return problems
+
+
+def pe_disagreements(site, facts, externals) -> list[str]:
+    """Where the Spack site says otherwise than the facts' programming environment: each
+    PrgEnv's compiler is an external and is what the toolchain of that PrgEnv (spack.yaml)
+    requires; the release's MPI and LibSci are the externals, one per compiler."""
+    pe = facts.programming_environment
+    if not pe:
+        return []
+    where = f"spack-env/sites/{site}"
+    env = yaml.safe_load((paths.SPACK_ENV_SITES / site / "spack.yaml").read_text())["spack"]
+    toolchains = env.get("toolchains", {})
+    compilers = [e["compiler"] for e in pe["prgenvs"].values()]
+    problems = []
+    for prgenv, entry in pe["prgenvs"].items():
+        compiler = entry["compiler"]
+        if not any(spec.split()[0] == compiler for _, spec in externals):
+            problems.append(f"{where}/packages.yaml: no compiler external {compiler} "
+                            f"({prgenv} of sites/{site}.yaml)")
+        toolchain = toolchains.get(prgenv.lower(), [])
+        wanted = {f"%{lang}={compiler}" for lang in ("c", "cxx", "fortran")}
+        if {t["spec"] for t in toolchain} != wanted:
+            problems.append(f"{where}/spack.yaml: toolchain {prgenv.lower()} is "
+                            f"{[t['spec'] for t in toolchain]}, the facts' {prgenv} is {compiler}")
+    for kind in ("mpi", "libsci"):
+        name = pe[kind].split("@")[0]
+        found = sorted(spec for n, spec in externals if n == name)
+        want = sorted(f"{pe[kind]} %{c}" for c in compilers)
+        if [" ".join(t for t in spec.split() if not t.startswith(("os=", "target=")))
+                for spec in found] != want:
+            problems.append(f"{where}/packages.yaml: the {name} externals are {found}; the facts' "
+                            f"release has {pe[kind]}, one for each of {compilers}")
     return problems
 
 
@@ -251,6 +322,24 @@ def test_a_new_sites_packages_yaml_is_checked_against_its_facts(monkeypatch, tmp
         "glibc@2.28 (os=ol8), non-buildable, as the only one",
         "spack-env/sites/newsite/packages.yaml: all: require lacks os=ol8 "
         "(sites/newsite.yaml)"]
+
+
+def test_a_spack_site_of_another_cpe_release_than_the_facts_is_named(monkeypatch, tmp_path):
+    """CCE 15 and CPE 22.12's libraries in the Spack site, CPE 23.09 in the facts."""
+    shutil.copytree(paths.SPACK_ENV_SITES / "cray-ex", tmp_path / "cray-ex")
+    for name in ("packages.yaml", "spack.yaml"):
+        f = tmp_path / "cray-ex" / name
+        f.write_text(f.read_text().replace("cce@16.0.1", "cce@15.0.0")
+                     .replace("cray-mpich@8.1.27", "cray-mpich@8.1.23"))
+    monkeypatch.setattr(paths, "SPACK_ENV_SITES", tmp_path)
+    problems = spack_disagreements("cray-ex")
+    assert [p.split(":")[0] for p in problems] == [
+        "spack-env/sites/cray-ex/packages.yaml", "spack-env/sites/cray-ex/spack.yaml",
+        "spack-env/sites/cray-ex/packages.yaml", "spack-env/sites/cray-ex/packages.yaml"], problems
+    assert "no compiler external cce@16.0.1 (PrgEnv-cray of sites/cray-ex.yaml)" in problems[0]
+    assert "the facts' release has cray-mpich@8.1.27" in problems[2]
+    # the LibSci externals name a compiler (CCE 15) the facts do not have
+    assert "the facts' release has cray-libsci@23.09.1.1" in problems[3]
 
 
 def test_a_spack_site_that_says_another_os_or_libc_is_named(monkeypatch, tmp_path):
@@ -348,13 +437,36 @@ def inventory_disagreements(site: str) -> list[str]:
     if site_vars.get("iostack_site") != site:
         problems.append(f"{where}: iostack_site is {site_vars.get('iostack_site')!r}")
     root = str(site_vars.get("iostack_root", ""))
-    if facts.scheduler == "slurm" and not (facts.file_system_of(root) or {}).get("shared"):
-        problems.append(f"{where}: iostack_root {root} is on no shared file system of the facts")
+    if facts.scheduler == "slurm":
+        # every node a job runs on loads the stack from there
+        for name, nodes in facts.nodes.items():
+            if nodes.slurm and not (facts.file_system_of(root, name) or {}).get("shared"):
+                problems.append(f"{where}: iostack_root {root} is on no shared file system "
+                                f"the facts' nodes/{name} mount")
+    problems += lmod_disagreements(site, facts, site_vars, root)
     for entry in site_vars.get("lustre_striping_dirs", []):
         if (facts.file_system_of(entry["path"]) or {}).get("type") != "lustre":
             problems.append(f"{where}: lustre_striping_dirs {entry['path']} is on no Lustre "
                             "file system of the facts")
     return problems
+
+
+def lmod_disagreements(site, facts, site_vars, root) -> list[str]:
+    """The lmod role's custom compiler paths: on a site with a vendor PE, each PrgEnv whose
+    compiler is not Spack's core compiler has its Lmod level point at that compiler's level
+    of the current release's tree, and nothing else."""
+    pe = facts.programming_environment
+    lmod = yaml.safe_load((paths.SPACK_ENV_SITES / site / "modules.yaml").read_text())
+    core = set(lmod["modules"]["default"]["lmod"].get("core_compilers", []))
+    want = {} if not pe else {
+        e["lmod_compiler"]: f"{root}/current/modulefiles/{e['compiler'].replace('@', '/')}"
+        for e in pe["prgenvs"].values() if e["compiler"] not in core}
+    got = {k: str(v).replace("{{ iostack_root }}", root)
+           for k, v in (site_vars.get("lmod_custom_compiler_paths") or {}).items()}
+    if got != want:
+        return [f"ansible/inventories/{site}: lmod_custom_compiler_paths is {got}, the facts' "
+                f"non-core compiler levels give {want}"]
+    return []
 
 
 @pytest.mark.parametrize("site", site_facts.names())
@@ -368,10 +480,18 @@ def test_an_inventory_that_differs_from_the_facts_is_named(monkeypatch, tmp_path
     f.write_text(f.read_text().replace("bios_nps: 4", "bios_nps: 1"))
     hosts = tmp_path / "oci-bm-optimized3" / "hosts.yml"
     hosts.write_text(hosts.read_text().replace("hpc-node-[3:4]", "hpc-node-[3:5]"))
+    site = tmp_path / "cray-ex" / "group_vars" / "all" / "10-site.yml"
+    site.write_text(site.read_text().replace("cce/16.0.1", "cce/15.0.0")
+                    .replace("iostack_root: /work/", "iostack_root: /home/"))
     monkeypatch.setattr(paths, "ANSIBLE_INVENTORIES", pathlib.Path(tmp_path))
     monkeypatch.setitem(BIOS_DEFAULTS["bios_shape_nps"], "BM.Optimized3.36", [1])
     assert inventory_disagreements("cray-ex") == [
-        "ansible/inventories/cray-ex: compute: bios_nps is 1, the facts say 4 (nodes/compute)"]
+        "ansible/inventories/cray-ex: compute: bios_nps is 1, the facts say 4 (nodes/compute)",
+        "ansible/inventories/cray-ex: iostack_root /home/x01/shared/iostack is on no shared "
+        "file system the facts' nodes/compute mount",
+        "ansible/inventories/cray-ex: lmod_custom_compiler_paths is {'crayclang/14.0': "
+        "'/home/x01/shared/iostack/current/modulefiles/cce/15.0.0'}, the facts' non-core compiler "
+        "levels give {'crayclang/14.0': '/home/x01/shared/iostack/current/modulefiles/cce/16.0.1'}"]
     assert inventory_disagreements("oci-bm-optimized3") == [
         "ansible/inventories/oci-bm-optimized3: group compute_nps2 has "
         "['hpc-node-3', 'hpc-node-4', 'hpc-node-5'], facts ['hpc-node-3', 'hpc-node-4']",

@@ -114,24 +114,31 @@ def test_cluster_locks_carry_the_nodes_a_real_build_needs():
             assert lock.named(name), f"{site}: no {name} in the lock"
 
 
+# the compilers of cray-ex's two PrgEnvs, as its facts name them
+_PE = site_facts.load("cray-ex").programming_environment
+CCE, GNU = _PE["prgenvs"]["PrgEnv-cray"]["compiler"], _PE["prgenvs"]["PrgEnv-gnu"]["compiler"]
+
+
 def test_cray_ex_has_a_cce_stack_and_a_gnu_stack():
     lock = Lock.of("cray-ex")
     (openifs,) = lock.named("openifs")
     (nwp_env,) = lock.named("nwp-env")
     for root in (openifs, nwp_env):
-        assert lock.stack_compiler(root) == {"cce@15.0.0"}, described(root)
+        assert lock.stack_compiler(root) == {CCE}, described(root)
     (fdb,) = [s for s in lock.linked(openifs) if s["name"] == "fdb"]
     assert fdb["parameters"]["craype"] == "cce"
     assert openifs in lock.linked(nwp_env)
     stacks = {}
     for root in lock.roots():
         stacks.setdefault(frozenset(lock.stack_compiler(root)), []).append(root["name"])
-    assert set(stacks) == {frozenset({"cce@15.0.0"}), frozenset({"gcc@11.2.0"})}
+    assert set(stacks) == {frozenset({CCE}), frozenset({GNU})}
+    assert (CCE, GNU) == ("cce@16.0.1", "gcc@11.2.0")     # CPE 23.09 [ARCHER2-DevEnv]
     for name in ("eccodes", "eckit", "metkit", "fdb"):
-        assert {lock.compiler(s) for s in lock.named(name)} == {"cce@15.0.0", "gcc@11.2.0"}
+        assert {lock.compiler(s) for s in lock.named(name)} == {CCE, GNU}
     # each flavour of cray-mpich is the one of its compiler's PrgEnv
     for mpich in lock.named("cray-mpich"):
-        flavour = {"cce@15.0.0": "/ofi/cray/", "gcc@11.2.0": "/ofi/gnu/"}[lock.compiler(mpich)]
+        flavour = {CCE: "/ofi/cray/", GNU: "/ofi/gnu/"}[lock.compiler(mpich)]
+        assert f"{mpich['name']}@{mpich['version']}" == _PE["mpi"]
         assert flavour in mpich["external"]["path"]
     assert len(lock.named("cray-mpich")) == 2
 
@@ -164,12 +171,12 @@ def _edge(spec, name):
 
 
 def _debian_spec(lock):
-    _first(lock, "fdb", "cce@15.0.0")["arch"]["platform_os"] = "debian12"
+    _first(lock, "fdb", CCE)["arch"]["platform_os"] = "debian12"
     return "fdb@"
 
 
 def _mixed_compilers(lock):
-    eccodes = _first(lock, "eccodes", "cce@15.0.0")
+    eccodes = _first(lock, "eccodes", CCE)
     gcc = _first(lock, "gcc")
     _edge(eccodes, "cce")["parameters"]["virtuals"] = ["c", "cxx"]
     eccodes["dependencies"].append({"hash": gcc["hash"], "name": "gcc",
@@ -178,7 +185,7 @@ def _mixed_compilers(lock):
 
 
 def _no_libc(lock):
-    fdb = _first(lock, "fdb", "gcc@11.2.0")
+    fdb = _first(lock, "fdb", GNU)
     fdb["dependencies"] = [e for e in fdb["dependencies"] if "libc" not in e["parameters"]["virtuals"]]
     return "fdb@"
 
@@ -190,14 +197,14 @@ def _host_libc(lock):
 
 def _cce_mpich_in_gnu_stack(lock):
     io500 = _first(lock, "io500")
-    cce_mpich = next(m for m in lock.named("cray-mpich") if lock.compiler(m) == "cce@15.0.0")
+    cce_mpich = next(m for m in lock.named("cray-mpich") if lock.compiler(m) == CCE)
     _edge(io500, "cray-mpich")["hash"] = cce_mpich["hash"]
     return "io500@"
 
 
 def _gnu_eccodes_in_openifs(lock):
     openifs = _first(lock, "openifs")
-    _edge(openifs, "eccodes")["hash"] = _first(lock, "eccodes", "gcc@11.2.0")["hash"]
+    _edge(openifs, "eccodes")["hash"] = _first(lock, "eccodes", GNU)["hash"]
     return "openifs@"
 
 
@@ -208,7 +215,7 @@ def _openifs_fdb_without_toolchain(lock):
 
 
 def _fdb_without_lustre(lock):
-    _first(lock, "fdb", "gcc@11.2.0")["parameters"]["backends"] = ["posix"]
+    _first(lock, "fdb", GNU)["parameters"]["backends"] = ["posix"]
     return "fdb@"
 
 

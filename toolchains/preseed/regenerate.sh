@@ -7,8 +7,8 @@
 # lines for `cmake -C`.
 #
 # On a Cray EX compute node (same programming environment as the build):
-#   module load PrgEnv-cray        # or PrgEnv-gnu; compute node target module
-#   CC=cc CXX=CC FC=ftn srun -N1 -n1 -p <partition> \
+#   module load cpe/<release> PrgEnv-cray   # or PrgEnv-gnu; compute node target module
+#   CC=cc CXX=CC FC=ftn srun -N1 -n1 -p <partition> --hint=nomultithread \
 #       toolchains/preseed/regenerate.sh --target cray-ex-zen2
 # On an OCI Ampere A1 node (native aarch64 compilers):
 #   toolchains/preseed/regenerate.sh --target aarch64-linux-gnu

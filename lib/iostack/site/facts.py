@@ -1,8 +1,8 @@
 """Sites: each described once, in its facts file sites/<site>.yaml, and found under that name
 in every tree (spack-env/sites/, ansible/inventories/, the ReFrame configuration).
 
-The facts (OS and libc, scheduler, node groups with their CPU, NPS, SMT, scratch, Slurm
-partition and BMC, file systems) are validated against sites/schema.yaml and a few rules a
+The facts (OS and libc, scheduler, programming environment, node groups with their CPU, NPS,
+SMT, scratch, Slurm partition and placement rules, RDMA NIC and BMC, file systems) are validated against sites/schema.yaml and a few rules a
 schema cannot say. The ReFrame configuration builds its systems from them; the Spack site and
 the Ansible inventory are checked against them (tests/unit/test_site_facts.py).
 Only the standard library is imported at module level: `bin/iostack setup` runs before the
@@ -39,6 +39,7 @@ class NodeGroup:
     nps: int | None = None
     scratch: str | None = None
     slurm: dict | None = None
+    rdma: dict | None = None
     bmc: dict | None = None
 
     def scratch_of(self, host: str) -> str | None:
@@ -50,10 +51,21 @@ class NodeGroup:
         return address.replace("{host}", host) if address else None
 
     def slurm_access(self) -> list[str]:
-        """sbatch options that put a job on this group's nodes."""
+        """sbatch options that put a job on this group's nodes (and, on nodes shared between
+        jobs, the memory it asks for: ReFrame gives --ntasks itself)."""
         if not self.slurm:
             return []
-        return [f"--{key}={self.slurm[key]}" for key in ("partition", "qos") if key in self.slurm]
+        return [f"--{key}={self.slurm[key]}" for key in ("partition", "qos", "mem")
+                if key in self.slurm]
+
+    def srun_options(self) -> list[str]:
+        """Options every srun on these nodes needs (the site's placement rules)."""
+        return list((self.slurm or {}).get("srun", []))
+
+    def mpi_launcher_options(self) -> list[str]:
+        """srun options of MPI launches (the PMI plugin, where the site's default is none)."""
+        mpi = (self.slurm or {}).get("mpi")
+        return [f"--mpi={mpi}"] if mpi else []
 
     def summary(self) -> str:
         """The nodes in a few words, e.g. `2 x 64-core AMD EPYC 7742, SMT off, NPS4`."""
@@ -68,11 +80,20 @@ class NodeGroup:
         return ", ".join(words)
 
     def reframe_processor(self) -> dict | None:
-        """ReFrame's `processor` of a node; None (ReFrame detects it) without a full CPU."""
+        """ReFrame's `processor`: the CPUs a job of the partition gets (the checks size their
+        ranks by it). A whole node, with its hardware threads unless every srun asks for one
+        task per core (--hint=nomultithread); on nodes shared between jobs, the cores one job
+        asks for. None (ReFrame detects it) without a full CPU."""
         cpu = self.cpu or {}
         if not {"sockets", "cores_per_socket"} <= set(cpu):
             return None
-        threads = 2 if self.smt else 1
+        if (self.slurm or {}).get("shared"):
+            cores = self.slurm["cpus"]
+            processor = {"arch": cpu["target"], "num_cpus": cores, "num_cpus_per_core": 1,
+                         "num_cpus_per_socket": cores, "num_sockets": 1}
+            processor.update({k: cpu[k] for k in ("vendor", "model") if k in cpu})
+            return processor
+        threads = 2 if self.smt and "--hint=nomultithread" not in self.srun_options() else 1
         per_socket = cpu["cores_per_socket"] * threads
         processor = {"arch": cpu["target"], "num_cpus": per_socket * cpu["sockets"],
                      "num_cpus_per_core": threads, "num_cpus_per_socket": per_socket,
@@ -91,6 +112,7 @@ class Site:
     systems: tuple[str, ...]
     file_systems: tuple[dict, ...]
     nodes: dict[str, NodeGroup]
+    programming_environment: dict | None = None
 
     @property
     def target(self) -> str:
@@ -103,16 +125,18 @@ class Site:
         """Regular expressions of every node's name (ReFrame's system `hostnames`)."""
         return [h for g in self.nodes.values() for h in g.hostnames]
 
-    def file_system_of(self, path: str) -> dict | None:
-        """The declared file system a path is on (the longest mount that contains it)."""
+    def file_system_of(self, path: str, group: str | None = None) -> dict | None:
+        """The declared file system a path is on (the longest mount that contains it), of those
+        a node group mounts when `group` is given."""
         found = [fs for fs in self.file_systems
-                 if path == fs["mount"] or path.startswith(fs["mount"].rstrip("/") + "/")]
+                 if (path == fs["mount"] or path.startswith(fs["mount"].rstrip("/") + "/"))
+                 and (group is None or group in fs.get("nodes", self.nodes))]
         return max(found, key=lambda fs: len(fs["mount"]), default=None)
 
     def io_features(self, group: str) -> list[str]:
         """ReFrame features of a node group's scratch: `lustre` or `nvme` (its file system)."""
         scratch = self.nodes[group].scratch
-        fs = self.file_system_of(scratch) if scratch else None
+        fs = self.file_system_of(scratch, group) if scratch else None
         return [fs["type"]] if fs and fs["type"] in ("lustre", "nvme") else []
 
 
@@ -149,6 +173,7 @@ def read(path: pathlib.Path) -> Site:
         name=data["name"], description=data["description"], os=data["os"], libc=data["libc"],
         scheduler=data["scheduler"], systems=tuple(data.get("systems") or [data["name"]]),
         file_systems=tuple({"shared": True, **fs} for fs in data.get("file_systems", [])),
+        programming_environment=data.get("programming_environment"),
         nodes={name: NodeGroup(name=name, **_group_fields(group))
                for name, group in data["nodes"].items()})
     problem = _inconsistency(site, path)
@@ -172,6 +197,11 @@ def _inconsistency(site: Site, path: pathlib.Path) -> str | None:
     if len(targets) != 1:
         return (f"the node groups' cpu targets are {sorted(targets)}; the stack is built for "
                 "one target, so give exactly one")
+    for fs in site.file_systems:
+        unknown = sorted(set(fs.get("nodes", [])) - set(site.nodes))
+        if unknown:
+            return (f"file_systems: {fs['mount']} names node groups {unknown} that nodes does "
+                    f"not have ({', '.join(site.nodes)})")
     for group in site.nodes.values():
         cpu = group.cpu or {}
         micro = archspec.cpu.TARGETS.get(cpu.get("target"))
@@ -180,9 +210,11 @@ def _inconsistency(site: Site, path: pathlib.Path) -> str | None:
         if "vendor" in cpu and micro.vendor != ARCHSPEC_VENDORS[cpu["vendor"]]:
             return (f"nodes/{group.name}/cpu: target {micro.name} is a {micro.vendor} CPU, "
                     f"not {cpu['vendor']}")
-        if group.scratch and site.file_system_of(group.scratch) is None:
-            return (f"nodes/{group.name}/scratch: {group.scratch} is on none of file_systems "
-                    f"({', '.join(fs['mount'] for fs in site.file_systems) or 'none declared'})")
+        if group.scratch and site.file_system_of(group.scratch, group.name) is None:
+            mounted = [fs["mount"] for fs in site.file_systems
+                       if group.name in fs.get("nodes", site.nodes)]
+            return (f"nodes/{group.name}/scratch: {group.scratch} is on none of the file_systems "
+                    f"these nodes mount ({', '.join(mounted) or 'none declared'})")
         if site.scheduler == "slurm" and group.cpu and not group.slurm:
             return f"nodes/{group.name}: compute nodes of a Slurm site need slurm: partition"
         for pattern in group.hostnames:

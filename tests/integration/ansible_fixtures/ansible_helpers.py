@@ -105,8 +105,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def make_cert(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
-    """Self-signed certificate for 127.0.0.1 (python cryptography)."""
+def make_cert(directory: pathlib.Path, address: str = "127.0.0.1") -> tuple[pathlib.Path, pathlib.Path]:
+    """Self-signed certificate for an IP address, 127.0.0.1 by default (python cryptography)."""
     import datetime
 
     from cryptography import x509
@@ -116,13 +116,13 @@ def make_cert(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     import ipaddress
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, address)])
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(address))]),
                            critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))

@@ -7,7 +7,7 @@ Bios/Settings resource until the system resets. This server does the latter:
 - POST  .../Actions/ComputerSystem.Reset applies pending to current;
 - GET   /mock/state (no auth) reports counters and both attribute sets.
 
-Run: python redfish_mock.py --port N --cert C --key K [--user U --password P]
+Run: python redfish_mock.py --port N --cert C --key K [--user U --password P] [--address A]
 """
 from __future__ import annotations
 
@@ -149,6 +149,7 @@ def make_handler(state: State, user: str, password: str):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--address", default="127.0.0.1")
     ap.add_argument("--cert", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--user", default="root")
@@ -158,11 +159,11 @@ def main():
     ap.add_argument("--attributes", default='{"LogicalProc": "Enabled", "NumaNodesPerSocket": "1", "ProcTurboMode": "Enabled"}')
     args = ap.parse_args()
     state = State(args.manufacturer, args.cpu_vendor, json.loads(args.attributes))
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(state, args.user, args.password))
+    server = ThreadingHTTPServer((args.address, args.port), make_handler(state, args.user, args.password))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    print(f"redfish mock on https://127.0.0.1:{args.port}", flush=True)
+    print(f"redfish mock on https://{args.address}:{args.port}", flush=True)
     server.serve_forever()
 
 

@@ -42,6 +42,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -127,9 +128,11 @@ def pick_subnet(tag: str, used) -> ipaddress.IPv4Network:
     raise ClusterError("no free /24 in 10.214.0.0/16 for the cluster's bridge")
 
 
-def emulated_sysfs(root: pathlib.Path, nps: int, real: pathlib.Path = pathlib.Path("/sys")):
+def emulated_sysfs(root: pathlib.Path, nps: int, real: pathlib.Path = pathlib.Path("/sys"),
+                   smt: bool | None = None):
     """A sysfs tree with this machine's CPUs, packages and SMT state, each package split
-    into `nps` NUMA nodes: what the kernel would show had the BIOS booted NPS<nps>."""
+    into `nps` NUMA nodes: what the kernel would show had the BIOS booted NPS<nps>; with
+    `smt` given, the SMT state a BIOS with SMT on (or off) boots."""
     cpu_dir = real / "devices/system/cpu"
     packages: dict[str, list[int]] = {}
     for cpu in sorted(cpu_dir.glob("cpu[0-9]*"), key=lambda p: int(p.name[3:])):
@@ -154,8 +157,56 @@ def emulated_sysfs(root: pathlib.Path, nps: int, real: pathlib.Path = pathlib.Pa
     (out_cpu / "smt").mkdir(parents=True, exist_ok=True)
     for name in ("control", "active"):
         src = cpu_dir / "smt" / name
-        if src.is_file():
+        if smt is not None:
+            # SMT off in the BIOS hides the sibling threads: the kernel says notsupported
+            state = {"control": "on", "active": "1"} if smt else \
+                {"control": "notsupported", "active": "0"}
+            (out_cpu / "smt" / name).write_text(state[name] + "\n")
+        elif src.is_file():
             (out_cpu / "smt" / name).write_text(src.read_text())
+
+
+# node-private: executables a node's "reboot" runs before its slurmd comes back (what the
+# firmware applies at boot; tests put a BMC's pending BIOS settings there)
+REBOOT_HOOKS = NODE_RUN / "reboot.d"
+
+
+def reboot_node(state: pathlib.Path) -> int:
+    """The local cluster's RebootProgram, which slurmd runs in the node's namespaces on
+    `scontrol reboot`: a node's reboot, as far as one machine can give it. The node's
+    reboot.d hooks run in name order, then a detached helper stops the node's slurmd and
+    starts it again in a new time namespace whose boot time is now: slurmctld takes a node
+    for rebooted only once it registers with a later boot time. The running jobs of other
+    nodes are not touched; this node has none (Slurm drained it first)."""
+    node = socket.gethostname()
+    hooks = sorted(h for h in REBOOT_HOOKS.glob("*") if os.access(h, os.X_OK)) \
+        if REBOOT_HOOKS.is_dir() else []
+    for hook in hooks:
+        p = subprocess.run([str(hook)], capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            print(f"iostack: error: {node}: reboot hook {hook} failed ({p.returncode}): "
+                  f"{(p.stderr or p.stdout).strip()}", file=sys.stderr)
+            return 1
+    conf = state / "etc" / "slurm.conf"
+    pidfile = state / "run" / f"slurmd-{node}.pid"
+    # the new slurmd's uptime starts at 0 (whole seconds: slurmctld's boot time is now minus
+    # it), a second after the reboot request at least. Offsets count from the machine's
+    # clock, and this may already run in the time namespace of an earlier "reboot": add its
+    # offset back.
+    # (the old slurmd may stay a zombie of whoever started the cluster: gone all the same)
+    restart = (f"pid=$(cat {shlex.quote(str(pidfile))}); kill $pid; "
+               "while kill -0 $pid 2>/dev/null && "
+               "[ \"$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)\" != Z ]; do sleep 0.2; done; "
+               "sleep 1; "
+               "off=$(awk '$1 == \"boottime\" {print $2}' /proc/self/timens_offsets); "
+               "up=$(( $(cut -d. -f1 /proc/uptime) - ${off:-0} )); "
+               f"exec {_tool('unshare')} --fork --time --boottime -$up "
+               f"{_tool('slurmd')} -D -f {shlex.quote(str(conf))}")
+    with open(state / "log" / f"slurmd-{node}.console", "ab") as log:
+        subprocess.Popen(["sh", "-c", restart], stdin=subprocess.DEVNULL, stdout=log,
+                         stderr=subprocess.STDOUT, start_new_session=True,
+                         env=dict(os.environ, SLURM_CONF=str(conf)))
+    return 0
 
 
 class Node:
@@ -311,8 +362,18 @@ class LocalCluster(slurm.LocalSlurm):
                 # every node claims this machine's CPUs and memory
                 "SlurmdParameters=config_overrides",
                 # PMIx's client directories: per node, as /tmp is on a real node
-                f"TmpFS={self.state}/tmp/%n")))
+                f"TmpFS={self.state}/tmp/%n",
+                # `scontrol reboot`: what rebooting a node means here (reboot_node below),
+                # and how long slurmctld waits for it to register again
+                f"RebootProgram={self.state}/etc/reboot-node", "ResumeTimeout=300")))
         etc = self.state / "etc"
+        reboot = etc / "reboot-node"
+        reboot.write_text("#!/bin/sh\n# RebootProgram of the iostack local cluster\n"
+                          f"PYTHONPATH={shlex.quote(str(paths.REPO / 'lib'))}:"
+                          f"{shlex.quote(str(paths.REPO / 'tools' / 'testbed'))} exec "
+                          f"{shlex.quote(sys.executable)} -m iostack_testbed cluster reboot-node "
+                          f"--state-dir {shlex.quote(str(self.state))}\n")
+        reboot.chmod(0o755)
         (etc / "hosts").write_text("127.0.0.1 localhost\n" + "".join(
             f"{n.address} {n.name}\n" for n in self.nodes))
         self._write_ssh()
@@ -639,7 +700,8 @@ def default_state_dir() -> pathlib.Path:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=["up", "down", "status", "env"])
+    # reboot-node: slurmd runs it (RebootProgram), not a user
+    p.add_argument("action", choices=["up", "down", "status", "env", "reboot-node"])
     p.add_argument("--state-dir", type=pathlib.Path,
                    help="where the cluster keeps everything (default: <deploy root of local>/cluster)")
     p.add_argument("--blank-scratch", action="store_true",
@@ -661,6 +723,8 @@ def run(args) -> int:
         print(exports(cluster.env()), end="")
     elif args.action == "down":
         return 1 if cluster.down() else 0
+    elif args.action == "reboot-node":
+        return reboot_node(cluster.state)
     elif args.action == "status":
         print(cluster.status())
     else:

@@ -17,6 +17,10 @@ description:
     length for the filesystem, the md name, and what mkfs and mount say of
     the options when tried on a throwaway image file (mkfs on a sparse file,
     a loop mount of it), so a bad argument stops the run before any wipe.
+    In check mode nothing is written anywhere, not even a throwaway image:
+    mkfs's own no-write mode (C(mkfs.xfs -N), C(mke2fs -n)) reads the devices
+    it would format, and the mount options wait for a real run (only the
+    kernel can judge them, by mounting).
   - Aliases count: a second loop device on the same backing file, or a
     second node with the same major:minor, is mounted or in use when its
     alias is.
@@ -85,6 +89,7 @@ refused: {description: Devices that must not be touched, with reasons., type: li
 to_wipe: {description: Devices whose signatures/partitions force would destroy., type: list, returned: always}
 protected_disks: {description: Disks that back /, /boot or /boot/efi., type: list, returned: always}
 invalid: {description: mkfs/mount arguments that would fail, one line each., type: list, returned: always}
+checked: {description: How the mkfs and mount arguments were checked, one line each., type: list, returned: always}
 state: {description: The recorded state (devices by spec, filesystems by mount point)., type: dict, returned: always}
 record: {description: State entries for the listed devices, to record once formatted., type: dict, returned: always}
 """
@@ -104,6 +109,8 @@ PROTECTED_MOUNTS = ("/", "/boot", "/boot/efi")
 LABEL_MAX = {"xfs": 12, "ext4": 16}
 # Size of the throwaway image the mkfs/mount arguments are tried on (mkfs.xfs needs 300 MB).
 TRIAL_BYTES = {"xfs": 320 << 20, "ext4": 32 << 20}
+# mkfs's own no-write modes: parse the options, read the device, print what they would make
+MKFS_NO_WRITE = {"xfs": ["mkfs.xfs", "-N", "-f"], "ext4": ["mke2fs", "-t", "ext4", "-n", "-F", "-q"]}
 MD_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 
 
@@ -195,25 +202,46 @@ class Probe:
         rc, out, _ = self.run(["findmnt", "-J", "-l", "--nofsroot", "-o", "SOURCE,MAJ:MIN,TARGET"])
         return json.loads(out).get("filesystems", []) if rc == 0 and out.strip() else []
 
-    def trial(self, fstype, label, mkfs_opts, mount_opts):
-        """mkfs and mount with the role's arguments on a throwaway image; what they refuse."""
+    def trial(self, fstype, label, mkfs_opts, mount_opts, targets):
+        """What mkfs and mount refuse of the role's arguments, before any device is written;
+        returns (problems, how they were checked). mkfs's own no-write mode reads each device
+        it would format (`targets`: its size counts too). A real run then makes a throwaway
+        image, mkfs and mounts it for the mount options, which only the kernel can judge; in
+        check mode nothing is written, so they wait for the real run."""
+        options = ["-L", label, *shlex.split(mkfs_opts)]
+        checked, problems = [], []
+        if not targets:
+            checked.append(f"mkfs.{fstype} options '{' '.join(options)}': no device to read "
+                           "(none to format, or the md array is not made yet)")
+        for target in targets:
+            argv = [*MKFS_NO_WRITE[fstype], *options, target]
+            rc, _, err = self.run(argv)
+            checked.append(f"{' '.join(argv)}: {'refused' if rc else 'accepted'} (writes nothing)")
+            if rc != 0:
+                return [f"mkfs.{fstype} refuses the options '{' '.join(options)}' for {target}: "
+                        f"{_first_line(err)}"], checked
+        if self.module.check_mode:
+            checked.append(f"mount options '{mount_opts}': not tried in check mode (a real run "
+                           "mounts a throwaway image with them before writing any device)")
+            return problems, checked
+        checked.append(f"mkfs.{fstype} {' '.join(options)} and mount -o {mount_opts} tried on a "
+                       "throwaway image")
         with tempfile.TemporaryDirectory(prefix="nvme-scratch-trial-") as tmp:
             image, mnt = os.path.join(tmp, "trial.img"), os.path.join(tmp, "mnt")
             with open(image, "wb") as fh:
                 fh.truncate(TRIAL_BYTES[fstype])
             quiet = ["-q", "-F"] if fstype == "ext4" else ["-q"]
-            options = ["-L", label, *shlex.split(mkfs_opts)]
             rc, _, err = self.run([f"mkfs.{fstype}", *quiet, *options, image])
             if rc != 0:
-                return [f"mkfs.{fstype} refuses the options '{' '.join(options)}': {_first_line(err)}"]
+                return [f"mkfs.{fstype} refuses the options '{' '.join(options)}': {_first_line(err)}"], checked
             if not os.path.exists("/dev/loop-control"):
-                return []
+                return [], checked
             os.mkdir(mnt)
             rc, _, err = self.run(["mount", "-t", fstype, "-o", f"loop,{mount_opts}", image, mnt])
             if rc != 0:
-                return [f"mount refuses the options '{mount_opts}' for {fstype}: {_first_line(err)}"]
+                return [f"mount refuses the options '{mount_opts}' for {fstype}: {_first_line(err)}"], checked
             self.run(["umount", mnt])
-        return []
+        return [], checked
 
 
 def _first_line(text):
@@ -277,8 +305,9 @@ def mounts_of(probe, names, majmins=()):
             if fs.get("source") in names or fs.get("maj:min") in majmins]
 
 
-def validate_arguments(params, probe):
-    """The mkfs and mount arguments, checked before any device is: one line per problem."""
+def validate_arguments(params, probe, targets):
+    """The mkfs and mount arguments, checked before any device is written: (one line per
+    problem, how they were checked). `targets` are the devices mkfs would format."""
     problems = []
     fstype, label = params["fstype"], params["label"]
     if not label or len(label.encode()) > LABEL_MAX[fstype]:
@@ -292,8 +321,8 @@ def validate_arguments(params, probe):
     except ValueError as e:
         problems.append(f"mkfs options '{params['mkfs_opts']}' do not parse: {e} (nvme_scratch_mkfs_opts)")
     if problems:
-        return problems
-    return probe.trial(fstype, label, params["mkfs_opts"], params["mount_opts"])
+        return problems, []
+    return probe.trial(fstype, label, params["mkfs_opts"], params["mount_opts"], targets)
 
 
 def identity(node, loop):
@@ -432,6 +461,10 @@ def inspect(params, probe):
                 e["reasons"].append(f"the RAID0 members disagree: some are members of md "
                                     f"{params['md_name']}, others are not (a replaced member?); "
                                     "a RAID0 array cannot be repaired, only wiped and created anew")
+    # what mkfs would format: a fresh or to-be-wiped device (an md array exists only once
+    # the run has made it: then none)
+    targets = [] if multi else [e["path"] for e in results if e["verdict"] in ("fresh", "wipe")]
+    invalid, checked = validate_arguments(params, probe, targets)
     summary = []
     for e in results:
         why = e["reasons"] or e["destroy"]
@@ -444,7 +477,8 @@ def inspect(params, probe):
         "to_wipe": [{"device": e["spec"], "path": e["path"], "destroy": e["destroy"], "wipe_paths": e["wipe_paths"]}
                     for e in results if e["verdict"] == "wipe"],
         "protected_disks": protected,
-        "invalid": validate_arguments(params, probe),
+        "invalid": invalid,
+        "checked": checked,
         "state": state,
         "record": {e["spec"]: {"identity": e["identity"], "mount": params["mount_point"]}
                    for e in results if e["verdict"] != "refused"},

@@ -1,6 +1,6 @@
-# iostack toolchain: HPE Cray EX, PrgEnv-cray (CCE) through cc/CC/ftn.
+# iostack toolchain: HPE Cray EX, PrgEnv-cray (CCE): cc/CC/ftn by hand, CCE itself under Spack.
 #
-#   module load PrgEnv-cray craype-x86-rome      # compute-node target module (zen2)
+#   module load cpe/23.09 PrgEnv-cray craype-x86-rome   # release, PrgEnv, zen2 target
 #   ecbuild --toolchain=<iostack>/toolchains/cray-cce.cmake \
 #           -C <iostack>/toolchains/preseed/cray-ex-zen2.cmake \
 #           -DCMAKE_INSTALL_PREFIX=<prefix> --build=Bit <src>

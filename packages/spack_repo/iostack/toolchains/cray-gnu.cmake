@@ -1,6 +1,6 @@
-# iostack toolchain: HPE Cray EX, PrgEnv-gnu through cc/CC/ftn.
+# iostack toolchain: HPE Cray EX, PrgEnv-gnu: cc/CC/ftn by hand, the PE's gcc under Spack.
 #
-#   module load PrgEnv-gnu craype-x86-rome       # compute-node target module (zen2)
+#   module load cpe/23.09 PrgEnv-gnu craype-x86-rome    # release, PrgEnv, zen2 target
 #   ecbuild --toolchain=<iostack>/toolchains/cray-gnu.cmake \
 #           -C <iostack>/toolchains/preseed/cray-ex-zen2.cmake \
 #           -DCMAKE_INSTALL_PREFIX=<prefix> --build=Bit <src>

@@ -20,10 +20,12 @@ set(CMAKE_SYSTEM_PROCESSOR x86_64)
 # CMAKE_CROSSCOMPILING); with it they only compile.
 set(CROSS_COMPILING ON)
 
-# The wrappers add the target flags, MPI and libsci of the loaded modules.
-# A compiler chosen the usual CMake ways (-DCMAKE_<LANG>_COMPILER, or CC/CXX/FC
-# in the environment, as Spack does with its wrappers around cc/CC/ftn)
-# takes precedence.
+# The PE's drivers cc/CC/ftn add the target flags, MPI and libsci of the loaded
+# modules: a build by hand, or ReFrame's, compiles through them. A compiler chosen
+# the usual CMake ways (-DCMAKE_<LANG>_COMPILER, or CC/CXX/FC in the environment)
+# takes precedence: Spack sets CC/CXX/FC to its own wrappers around the PE's
+# compilers themselves (craycc/crayCC/crayftn, or the PE's gcc), as ARCHER2's
+# Spack does, and gives MPI and libsci as dependencies (cray-mpich, cray-libsci).
 foreach(_pair "C;CC;cc" "CXX;CXX;CC" "Fortran;FC;ftn")
   list(GET _pair 0 _lang)
   list(GET _pair 1 _envvar)
@@ -50,11 +52,22 @@ endif()
 # someone's environment would silently change that; "-dynamic" on the link
 # line wins over the environment. The environment variable covers the
 # configure-time compiler checks, which do not all see the linker flags.
-set(ENV{CRAYPE_LINK_TYPE} dynamic)
-# Executables only: shared objects are dynamic by construction.
-if(NOT CMAKE_EXE_LINKER_FLAGS_INIT MATCHES "(^| )-dynamic( |$)")
-  string(APPEND CMAKE_EXE_LINKER_FLAGS_INIT " -dynamic")
+# Both are the drivers' (craype's) options: with the compilers themselves
+# (Spack) they link dynamically anyway, and gcc would read "-dynamic" as
+# debugging options -d y n a m i c.
+set(_iostack_c_compiler "${CMAKE_C_COMPILER}")
+if(NOT _iostack_c_compiler)
+  set(_iostack_c_compiler "$ENV{CC}")
 endif()
+get_filename_component(_iostack_c_compiler "${_iostack_c_compiler}" NAME)
+if(_iostack_c_compiler STREQUAL "cc")
+  set(ENV{CRAYPE_LINK_TYPE} dynamic)
+  # Executables only: shared objects are dynamic by construction.
+  if(NOT CMAKE_EXE_LINKER_FLAGS_INIT MATCHES "(^| )-dynamic( |$)")
+    string(APPEND CMAKE_EXE_LINKER_FLAGS_INIT " -dynamic")
+  endif()
+endif()
+unset(_iostack_c_compiler)
 
 # ---- RPATH policy ------------------------------------------------------------
 # Installed binaries must find their libraries on the compute nodes without
