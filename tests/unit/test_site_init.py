@@ -204,7 +204,8 @@ def test_a_cluster_site_says_os_target_and_libc_on_every_external(cluster, repo_
     # summary's warning does
     assert test_site_facts.inventory_disagreements("clusternode") == [
         f"ansible/inventories/clusternode: iostack_root {repo_copy}/deploy/clusternode is on "
-        "no shared file system of the facts"]
+        f"no shared file system the facts' nodes/{group} mount"
+        for group in ("compute-nps1", "compute-nps2")]
     assert "a local file system: the compute nodes cannot see deploy/" in siteinit.summary(cluster)
 
 
