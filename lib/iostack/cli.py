@@ -35,17 +35,18 @@ def _spack_or_die():
 
 
 def cmd_spack(args):
-    sites.check_site(args.site)
+    env = sites.spack_env(sites.check_site(args.site), args.env)
     _spack_or_die()
     root = paths.deploy_root(args.site, args.root)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
-    return spack.spack(spack_args, root, site=args.site, check=False).returncode
+    return spack.spack(spack_args, root, site=env, check=False).returncode
 
 
 def cmd_deploy(args):
     from iostack import deploy, nightly, releases
 
     site = sites.check_site(args.site)
+    env = sites.spack_env(site, args.env)
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
 
@@ -54,7 +55,7 @@ def cmd_deploy(args):
         return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode)
 
     try:
-        return deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache),
+        return deploy.deploy(env, root, deploy.check_buildcache_arg(args.buildcache),
                              None if args.skip_regression else regression,
                              switch=not args.no_switch)
     except releases.ReleaseError as e:
@@ -115,7 +116,7 @@ def cmd_mirror_create(args):
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "mirror"
-    mirrors.create_source_mirror(site, root, dest)
+    mirrors.create_source_mirror(sites.spack_env(site, args.env), root, dest)
     return 0
 
 
@@ -126,7 +127,7 @@ def cmd_buildcache_push(args):
     _spack_or_die()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "buildcache"
-    mirrors.push(site, root, dest, pathlib.Path(args.key).resolve() if args.key else None)
+    mirrors.push(sites.spack_env(site, args.env), root, dest, pathlib.Path(args.key).resolve() if args.key else None)
     return 0
 
 
@@ -196,9 +197,9 @@ def cmd_lock(args):
     from iostack import locks
 
     _spack_or_die()
-    chosen = args.sites or sites.spack_sites()
+    chosen = args.sites or sites.all_spack_envs()
     for site in chosen:
-        sites.check_site(site)
+        sites.check_spack_env(site)
     print(f"iostack: concretizing {', '.join(chosen)} from scratch (side by side)", flush=True)
     failed = 0
     for site, result in locks.fresh_locks(chosen).items():
@@ -243,12 +244,16 @@ def parser():
     p = sub.add_parser("sites", help="list the sites")
     p.set_defaults(func=cmd_sites)
 
-    def site_args(p):
+    def site_args(p, env=False):
         p.add_argument("--site", default="local", help="site name (default: local)")
         p.add_argument("--root", help="deployment root (default: $IOSTACK_ROOT or deploy/<site>)")
+        if env:
+            p.add_argument("--env", metavar="NAME",
+                           help="another Spack environment of the site than its default: "
+                                "spack-env/sites/<site>/NAME (local: nwp, with OpenIFS)")
 
     p = sub.add_parser("deploy", help="install a site's stack, generate its modules, run its regression")
-    site_args(p)
+    site_args(p, env=True)
     p.add_argument("--skip-regression", action="store_true")
     p.add_argument("--buildcache", metavar="DIR",
                    help="install from this signed build cache only (trusting the keys it "
@@ -329,7 +334,8 @@ def parser():
     p.set_defaults(func=cmd_store_report)
 
     p = sub.add_parser("lock", help="check (or --update) sites' committed spack.lock")
-    p.add_argument("sites", nargs="*", help="sites (default: all)")
+    p.add_argument("sites", nargs="*", help="sites, or site/env for another environment of a "
+                                           "site (default: all, with their environments)")
     p.add_argument("--update", action="store_true", help="write the fresh lock")
     p.set_defaults(func=cmd_lock)
 
@@ -337,14 +343,14 @@ def parser():
     msub = p.add_subparsers(dest="mirror_command", required=True)
     p = msub.add_parser("create", help="fetch the sources of everything the site's lock "
                                        "builds into a Spack source mirror")
-    site_args(p)
+    site_args(p, env=True)
     p.add_argument("-d", "--directory", help="where (default: <root>/mirror)")
     p.set_defaults(func=cmd_mirror_create)
 
     p = sub.add_parser("buildcache", help="a site's signed binary build cache")
     bsub = p.add_subparsers(dest="buildcache_command", required=True)
     p = bsub.add_parser("push", help="push the site's installed specs, signed")
-    site_args(p)
+    site_args(p, env=True)
     p.add_argument("-d", "--directory", help="where (default: <root>/buildcache)")
     p.add_argument("--key", help="secret key file to sign with (default: this node's "
                                  "iostack key, created on first use)")
@@ -359,7 +365,7 @@ def parser():
     p.set_defaults(func=cmd_bundle)
 
     p = sub.add_parser("spack", help="run spack in a site's environment with iostack's config")
-    site_args(p)
+    site_args(p, env=True)
     p.add_argument("spack_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_spack)
     return ap

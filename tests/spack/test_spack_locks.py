@@ -1,5 +1,6 @@
-"""With real Spack: every site's committed spack.lock is what a fresh concretization gives
-(all sites side by side), whichever way Spack was obtained (clone or release tarball)."""
+"""With real Spack: every site's committed spack.lock, and that of each other environment of
+a site (local/nwp, with OpenIFS), is what a fresh concretization gives (side by side),
+whichever way Spack was obtained (clone or release tarball)."""
 import pytest
 
 from iostack import locks, sites
@@ -7,14 +8,14 @@ from iostack import locks, sites
 
 @pytest.fixture(scope="module")
 def fresh(timings):
-    results = locks.fresh_locks(sites.spack_sites())
+    results = locks.fresh_locks(sites.all_spack_envs())
     for site, result in results.items():
         if not isinstance(result, Exception):
             timings[f"concretize {site} (side by side)"] = result[1]
     return results
 
 
-@pytest.mark.parametrize("site", sites.spack_sites())
+@pytest.mark.parametrize("site", sites.all_spack_envs())
 def test_site_lock_is_fresh(fresh, site):
     result = fresh[site]
     assert not isinstance(result, Exception), str(result)
