@@ -21,8 +21,8 @@ from iostack import bundle, paths, spack
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
-LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "ior", "io500", "netcdf-output-bench",
-               "nvme-stage", "compiler-wrapper", "gcc-runtime"}
+LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "multio", "ior", "io500",
+               "netcdf-output-bench", "nvme-stage", "compiler-wrapper", "gcc-runtime"}
 
 
 @pytest.fixture(scope="session")
