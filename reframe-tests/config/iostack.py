@@ -52,7 +52,7 @@ from reframe.utility.cpuinfo import cpuinfo
 _LIB = pathlib.Path(__file__).resolve().parents[2] / 'lib'
 if str(_LIB) not in sys.path:
     sys.path.insert(0, str(_LIB))
-from iostack import paths, sites  # noqa: E402
+from iostack import paths, sites, stack  # noqa: E402
 
 _RFM_ROOT = paths.REFRAME_DIR
 if str(_RFM_ROOT) not in sys.path:
@@ -107,6 +107,13 @@ _LOCAL_PREPARE += [slots.share_host(_STATE)]
 # [OCI-OpenFOAM]: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
 _OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
+
+# Applications of the local stack that only some of its environments deploy (spack-env/sites/
+# local/: MultIO in every one, OpenIFS in `nwp`): offered by the `stack` environment where
+# the deployment's lock has them (the release's, in its regression; else the committed one).
+_LOCAL_OPTIONAL_APPS = {'multio': ['multio'], 'openifs': ['openifs-env']}
+_LOCAL_STACK_APPS = {name: modules for name, modules in _LOCAL_OPTIONAL_APPS.items()
+                     if name in {r.name for r in stack.site_roots('local')}}
 
 _LOCAL = sites.load('local')
 _CRAY_EX = sites.load('cray-ex')
@@ -295,9 +302,11 @@ site_configuration = {
             'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage'],
             **_MPI_ENVIRONMENT,
             'features': _MPI_FEATURES + ['stack', 'gnu', 'fdb', 'grib', 'eccodes', 'ior',
-                                         'io500', 'nvme-stage', 'fdb-pair'],
+                                         'io500', 'nvme-stage', 'fdb-pair',
+                                         *_LOCAL_STACK_APPS],
             # the second FDB for the cross-version check: Debian's
-            'extras': {'other_fdb_bin': '/usr/bin', **_OPENMP_FLAG},
+            'extras': {'other_fdb_bin': '/usr/bin', 'app_modules': _LOCAL_STACK_APPS,
+                       **_OPENMP_FLAG},
         },
         {
             # [OIFS-HECToR]: the support libraries built with CCE for compute nodes ...
