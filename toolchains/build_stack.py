@@ -28,9 +28,8 @@ import tarfile
 import time
 import zipfile
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "lib"))
-from iostack import paths  # noqa: E402
+# iostack: the venv's, or the job's PYTHONPATH (iostack.core.paths.job_pythonpath)
+from iostack.core import paths
 
 PACKAGES = ("ecbuild", "eckit", "metkit", "fdb")
 VERSIONS = {"ecbuild": "3.7.2", "eckit": "1.28.8", "metkit": "1.11.22", "fdb": "5.13.106"}
@@ -72,7 +71,7 @@ def mirror() -> pathlib.Path:
 
 
 def recipe(package: str) -> pathlib.Path:
-    ours = REPO / "packages" / "spack_repo" / "iostack" / "packages" / package / "package.py"
+    ours = paths.REPO / "packages" / "spack_repo" / "iostack" / "packages" / package / "package.py"
     if ours.is_file():
         return ours
     builtin = pathlib.Path(os.environ.get("IOSTACK_SPACK_PACKAGES") or paths.cache() / "spack-packages")

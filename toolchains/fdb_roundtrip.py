@@ -22,10 +22,9 @@ import shlex
 import subprocess
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "lib"), str(REPO / "reframe-tests")]
-from iostack import fdbconfig  # noqa: E402
-from iostack_rfm import gribcompare  # noqa: E402
+# iostack and iostack_rfm: the venv's, or the job's PYTHONPATH (iostack.core.paths.job_pythonpath)
+from iostack.deployment import fdbconfig
+from iostack_rfm import gribcompare
 
 EM_NAMES = {62: "x86_64", 183: "aarch64"}
 

@@ -4,105 +4,97 @@ import os
 import pathlib
 import sys
 
-from iostack import paths, sites, spack
-from iostack.run import die, run
+from iostack.core import paths
+from iostack.core.errors import IostackError
+from iostack.core.process import run
+from iostack.site import facts
+from iostack.spack import runner
 
 
 def cmd_setup(args):
-    from iostack import setup
+    from iostack.offline import setup
 
     return setup.main(args)
 
 
 def cmd_test(args):
+    from iostack.offline import setup
+
+    setup.for_tests()  # the tests' system packages and Python tools, as set-up installs them
     python = paths.venv() / "bin" / "python"
-    if not python.exists():
-        die("no venv: run bin/iostack setup first")
     return run([python, "-m", "pytest", *args.pytest_args], cwd=paths.REPO, check=False).returncode
 
 
 def cmd_sites(args):
-    for site in sites.spack_sites():
+    for site in facts.spack_sites():
         print(site)
     return 0
 
 
-def _spack_or_die():
-    try:
-        spack.locate()
-    except spack.SpackMissing as e:
-        die(str(e))
+def _require_spack():
+    runner.locate()  # SpackMissing says what is missing
 
 
 def cmd_spack(args):
-    env = sites.spack_env(sites.check_site(args.site), args.env)
-    _spack_or_die()
+    env = facts.spack_env(facts.check_site(args.site), args.env)
+    _require_spack()
     root = paths.deploy_root(args.site, args.root)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
-    return spack.spack(spack_args, root, site=env, check=False).returncode
+    return runner.spack(spack_args, root, site=env, check=False).returncode
 
 
 def cmd_deploy(args):
-    from iostack import deploy, nightly, releases
+    from iostack.deployment import deploy
+    from iostack.regression import nightly
 
-    site = sites.check_site(args.site)
-    env = sites.spack_env(site, args.env)
-    _spack_or_die()
+    site = facts.check_site(args.site)
+    env = facts.spack_env(site, args.env)
+    _require_spack()
     root = paths.deploy_root(site, args.root)
+    if not args.skip_regression:
+        nightly.require_node_packages(args.reframe_args)
 
     def regression(tree, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check
         return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode)
 
-    try:
-        return deploy.deploy(env, root, deploy.check_buildcache_arg(args.buildcache),
-                             None if args.skip_regression else regression,
-                             switch=not args.no_switch)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    return deploy.deploy(env, root, deploy.check_buildcache_arg(args.buildcache),
+                         None if args.skip_regression else regression,
+                         switch=not args.no_switch)
 
 
 def cmd_releases(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
-    try:
-        if not releases.listing(root):
-            print(f"iostack: no releases in {releases.releases_dir(root)}: "
-                  f"bin/iostack deploy --site {site} makes one")
-            return 0
-        print(releases.table(root))
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    if not releases.listing(root):
+        print(f"iostack: no releases in {releases.releases_dir(root)}: "
+              f"bin/iostack deploy --site {site} makes one")
+        return 0
+    print(releases.table(root))
     return 0
 
 
 def cmd_switch(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
-    try:
-        old, seconds = releases.switch(root, args.release, force=args.force)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+    old, seconds = releases.switch(root, args.release, force=args.force)
     print(f"iostack: current: {old or '(none)'} -> {args.release} ({seconds * 1000:.1f} ms)")
     return 0
 
 
 def cmd_prune(args):
-    from iostack import releases
+    from iostack.deployment import releases
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     if not (args.keep_installs or args.dry_run):
-        _spack_or_die()
-    try:
-        gone, kept = releases.prune(root, args.keep, dry_run=args.dry_run,
-                                    garbage=not args.keep_installs)
-    except releases.ReleaseError as e:
-        die(str(e), rc=1)
+        _require_spack()
+    gone, kept = releases.prune(root, args.keep, dry_run=args.dry_run,
+                                garbage=not args.keep_installs)
     what = "would remove" if args.dry_run else "removed"
     print(f"iostack: {what} {len(gone)} release(s): {', '.join(gone) or 'none'}; "
           f"kept {len(kept)}: {', '.join(kept)}")
@@ -110,32 +102,32 @@ def cmd_prune(args):
 
 
 def cmd_mirror_create(args):
-    from iostack import mirrors
+    from iostack.spack import mirrors
 
-    site = sites.check_site(args.site)
-    _spack_or_die()
+    site = facts.check_site(args.site)
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "mirror"
-    mirrors.create_source_mirror(sites.spack_env(site, args.env), root, dest)
+    mirrors.create_source_mirror(facts.spack_env(site, args.env), root, dest)
     return 0
 
 
 def cmd_buildcache_push(args):
-    from iostack import mirrors
+    from iostack.spack import mirrors
 
-    site = sites.check_site(args.site)
-    _spack_or_die()
+    site = facts.check_site(args.site)
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "buildcache"
-    mirrors.push(sites.spack_env(site, args.env), root, dest, pathlib.Path(args.key).resolve() if args.key else None)
+    mirrors.push(facts.spack_env(site, args.env), root, dest, pathlib.Path(args.key).resolve() if args.key else None)
     return 0
 
 
 def cmd_bundle(args):
-    from iostack import bundle
+    from iostack.offline import bundle
 
-    site = sites.check_site(args.site)
-    _spack_or_die()
+    site = facts.check_site(args.site)
+    _require_spack()
     root = paths.deploy_root(site, args.root)
     bundle.write(site, root, pathlib.Path(args.output).resolve(),
                  pathlib.Path(args.buildcache).resolve() if args.buildcache else None)
@@ -143,9 +135,10 @@ def cmd_bundle(args):
 
 
 def cmd_nightly(args):
-    from iostack import nightly, releases
+    from iostack.deployment import releases
+    from iostack.regression import nightly
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     # a deployment with releases: the current one (resolved: a switch does not move the run)
     tree = releases.tree_under_test(paths.deploy_root(site, args.root))
     return nightly.run(site, args.system or site, tree,
@@ -160,9 +153,10 @@ def cmd_cluster(args):
 
 
 def cmd_report(args):
-    from iostack import report, roots
+    from iostack.deployment import roots
+    from iostack.regression import report
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     roots.require_results(root, site)
     out = pathlib.Path(args.out).resolve() if args.out else None
@@ -170,9 +164,10 @@ def cmd_report(args):
 
 
 def cmd_record_baseline(args):
-    from iostack import baseline, roots
+    from iostack.deployment import roots
+    from iostack.regression import baseline
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     roots.require_results(root, site)
     refs = pathlib.Path(args.references_dir).resolve() if args.references_dir else None
@@ -181,25 +176,27 @@ def cmd_record_baseline(args):
 
 
 def cmd_store_report(args):
-    from iostack import results
+    from iostack.deployment import layout
+    from iostack.regression import results
 
-    site = sites.check_site(args.site)
+    site = facts.check_site(args.site)
     root = paths.deploy_root(site, args.root)
     if not (root / "reframe").is_dir():
-        die(f"no deployment root at {root} (no {root / 'reframe'}): check --root / IOSTACK_ROOT")
+        raise IostackError(f"no deployment root at {root} (no {root / 'reframe'}): check --root / "
+                           "IOSTACK_ROOT")
     for report in args.reports:
         uuid = results.store(args.system or site, root, pathlib.Path(report).resolve())
-        print(f"iostack: session {uuid} of {report} stored in {results.db_path(root)}")
+        print(f"iostack: session {uuid} of {report} stored in {layout.results_db(root)}")
     return 0
 
 
 def cmd_lock(args):
-    from iostack import locks
+    from iostack.spack import locks
 
-    _spack_or_die()
-    chosen = args.sites or sites.all_spack_envs()
+    _require_spack()
+    chosen = args.sites or facts.all_spack_envs()
     for site in chosen:
-        sites.check_spack_env(site)
+        facts.check_spack_env(site)
     print(f"iostack: concretizing {', '.join(chosen)} from scratch (side by side)", flush=True)
     failed = 0
     for site, result in locks.fresh_locks(chosen).items():
@@ -231,6 +228,10 @@ def parser():
     p = sub.add_parser("setup", help="install system packages, the Python tools and Spack")
     p.add_argument("--skip-apt", action="store_true",
                    help="do not run apt; fail with the apt line if packages are missing")
+    p.add_argument("--with", dest="with_", action="append", default=[],
+                   choices=["nightly", "tests"],
+                   help="also what the nightly regression's checks run on this node "
+                        "(nightly), or the test suite's tools (tests); repeatable")
     p.add_argument("--spack-bundle", metavar="DIR",
                    help="offline bundle to set up from instead of the network: the pinned "
                         "Spack and spack-packages archives, a source mirror, SHA256SUMS "
@@ -374,9 +375,14 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     try:
+        paths.require_repo()
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except IostackError as e:
+        # the one place a failure becomes a line and an exit status
+        print(f"iostack: error: {e}", file=sys.stderr)
+        return e.exit_code
     except OSError as e:
         # A path the operator gave that cannot be used (read-only, missing, full) is one
         # line naming the path; other exceptions are bugs and keep their traceback.

@@ -44,7 +44,9 @@ import subprocess
 import sys
 import time
 
-from iostack import inventory, paths, slurm
+from iostack import slurm
+from iostack.core import paths
+from iostack.site import inventory
 
 INVENTORY = paths.ANSIBLE_INVENTORIES / "local-cluster"
 GROUP = "compute"

@@ -22,7 +22,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, performance_function, run_before, sanity_function, variable
 
-from iostack import paths
+from iostack.core import paths
 from iostack_rfm.base import IostackMixin
 from iostack_rfm.builds import GribGenBuild
 

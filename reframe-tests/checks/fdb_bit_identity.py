@@ -9,7 +9,7 @@ environment provides (Debian's 5.10.8 in `builtin`, the stack's module in `stack
 Inputs (parameter `grib_input`):
 - synthetic: gribgen's deterministic GRIB2 set (pressure levels and surface, 3 steps);
 - published-grib1, published-grib2: published GRIB from PyPI packages' sample data
-  (iostack.samples: ERA5 ensemble members of 2 dates and 2 times on pressure levels,
+  (iostack.regression.samples: ERA5 ensemble members of 2 dates and 2 times on pressure levels,
   surface fields, seasonal ensembles; GRIB2 on pressure and model levels and the surface);
 - site: the site's own model output, a GRIB file or a directory of them, named by
   IOSTACK_SITE_GRIB (like IOSTACK_OIFS_EXPERIMENTS for the OpenIFS check); without it
@@ -29,11 +29,18 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
-                                   run_before, sanity_function, variable)
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    performance_function,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 from reframe.core.logging import getlogger
 
-from iostack import samples
+from iostack.regression import samples
 from iostack_rfm.base import IostackMixin
 from iostack_rfm.builds import GribGenBuild
 
@@ -86,7 +93,7 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             return f'{self.gribgen.program_path} direct.grib {self.nsteps} {self.nlevels}'
         if self.grib_input == 'site':
             return f"python3 -m iostack_rfm.gribcompare gather '{self.site_grib}' direct.grib"
-        return (f'python3 -m iostack.samples grib-set {self.grib_input} direct.grib '
+        return (f'python3 -m iostack.regression.samples grib-set {self.grib_input} direct.grib '
                 f'--samples {samples.samples_dir()}')
 
     @run_before('run')
@@ -94,13 +101,13 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         self.env_vars['FDB5_CONFIG_FILE'] = '$PWD/fdb-config.yaml'
         retrieve_from = ''
         self.prerun_cmds = [
-            'python3 -m iostack.fdbconfig --root fdb-root --out fdb-config.yaml',
+            'python3 -m iostack.deployment.fdbconfig --root fdb-root --out fdb-config.yaml',
             self._write_input(),
             self.bounded('fdb-write direct.grib'),
         ]
         if self.scenario == 'empty-retrieve':
             self.prerun_cmds.append(
-                'python3 -m iostack.fdbconfig --root empty-root --out empty-config.yaml')
+                'python3 -m iostack.deployment.fdbconfig --root empty-root --out empty-config.yaml')
             retrieve_from = 'FDB5_CONFIG_FILE=$PWD/empty-config.yaml '
         self.prerun_cmds += [
             retrieve_from + self.bounded('python3 -m iostack_rfm.fdbretrieve direct.grib '

@@ -54,7 +54,7 @@ class FdbCrossVersionCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         for direction, (writer, reader) in DIRECTIONS.items():
             # the writer's schema, which the reader reads with the rest of the root
             self.prerun_cmds += [
-                f'FDB5_SCHEMA=$(schema_of {writer}) python3 -m iostack.fdbconfig '
+                f'FDB5_SCHEMA=$(schema_of {writer}) python3 -m iostack.deployment.fdbconfig '
                 f'--root root-{direction} --out {direction}.yaml',
                 f'FDB5_CONFIG_FILE={direction}.yaml {writer}/fdb-write direct.grib',
                 f'FDB5_CONFIG_FILE={direction}.yaml {reader}/fdb-read retrieve.req '

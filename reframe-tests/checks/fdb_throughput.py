@@ -54,10 +54,17 @@ template is an ensemble member (type pf, stream enfo) because fdb-hammer sets `n
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
-                                   run_before, sanity_function, variable)
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    performance_function,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
-from iostack import paths
+from iostack.core import paths
 from iostack_rfm import fdb
 from iostack_rfm.base import IostackMixin, parsed
 from iostack_rfm.builds import FdbArchiveBenchBuild, GribGenBuild

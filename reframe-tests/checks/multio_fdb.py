@@ -9,7 +9,7 @@ input through it (iostack_rfm.multio split: a file per message), retrieves the f
 FDB by MARS request (iostack_rfm.fdbretrieve) and with `fdb-read --extract`, and compares
 them with the input field by field (iostack_rfm.gribcompare: full MARS keys, bytes,
 sha256, grib_compare), as FdbBitIdentityCheck does for fdb-write. Inputs are that check's:
-gribgen's synthetic GRIB2 set and the published GRIB1/GRIB2 sample sets (iostack.samples).
+gribgen's synthetic GRIB2 set and the published GRIB1/GRIB2 sample sets (iostack.regression.samples).
 
 Two negative controls on every input prove the comparison can fail:
 - flip-one-bit: one bit of one retrieved message's packed data is flipped: exactly that
@@ -28,7 +28,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 
-from iostack import samples
+from iostack.regression import samples
 from iostack_rfm.base import IostackMixin
 from iostack_rfm.builds import GribGenBuild
 
@@ -76,7 +76,7 @@ class MultioFdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     def _write_input(self):
         if self.grib_input == 'synthetic':
             return f'{self.gribgen.program_path} direct.grib {self.nsteps} {self.nlevels}'
-        return (f'python3 -m iostack.samples grib-set {self.grib_input} direct.grib '
+        return (f'python3 -m iostack.regression.samples grib-set {self.grib_input} direct.grib '
                 f'--samples {samples.samples_dir()}')
 
     @run_before('run')
@@ -87,7 +87,7 @@ class MultioFdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         feed = ('for f in fields/*.grib; do multio-sink "$f" >> multio-sink.log 2>&1 '
                 '|| exit 1; done')
         self.prerun_cmds = [
-            'python3 -m iostack.fdbconfig --root fdb-root --out fdb-config.yaml',
+            'python3 -m iostack.deployment.fdbconfig --root fdb-root --out fdb-config.yaml',
             self._write_input(),
             f'python3 -m iostack_rfm.multio split direct.grib fields{skip}',
             'python3 -m iostack_rfm.multio sinks multio-sinks.yaml',

@@ -22,10 +22,9 @@ residuals close to the one-node run's. Performance: ClockTime by node count.
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import (performance_function, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import performance_function, run_after, run_before, sanity_function, variable
 
-from iostack import paths
+from iostack.core import paths
 from iostack_rfm import nodestate, openfoam
 from iostack_rfm.base import AppCheck, parsed
 from iostack_rfm.openfoam import decompose_par_dict, foam_set, in_case, tutorial_case

@@ -49,10 +49,10 @@ import pathlib
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (parameter, run_after, run_before, sanity_function,
-                                   variable)
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from iostack import paths, releases, stack
+from iostack.core import paths
+from iostack.deployment import releases, stack
 from iostack_rfm import ifstest, openifs
 from iostack_rfm.base import AppCheck, parsed
 
@@ -113,7 +113,7 @@ class OpenIFSOutputCheck(AppCheck):
             f'{out}/{run}/fort.4 ' + ' '.join(f'--set {s}' for s in sets),
         ]
         if fdb:
-            lines.append(f'python3 -m iostack.fdbconfig --root {out}/fdb/fdb-root '
+            lines.append(f'python3 -m iostack.deployment.fdbconfig --root {out}/fdb/fdb-root '
                          f'--out {out}/fdb/fdb-config.yaml')
         return ' && '.join(lines)
 
@@ -305,7 +305,7 @@ class OpenifsCheck(AppCheck):
             self.step('stage', f'rm -rf {out}/grib {out}/fdb {out}/fdb-root && '
                       f'python3 -m iostack_rfm.ifstest stage --root {self.test_data} '
                       f'--cache {out}/cache {entries} && '
-                      f'python3 -m iostack.fdbconfig --root {out}/fdb-root --out '
+                      f'python3 -m iostack.deployment.fdbconfig --root {out}/fdb-root --out '
                       f'{out}/fdb-config.yaml && '
                       f'python3 -m iostack_rfm.multio sinks {out}/multio-sinks.yaml'),
         ]

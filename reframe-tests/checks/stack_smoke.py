@@ -20,13 +20,14 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 from reframe.core.logging import getlogger
 
-from iostack import stack
+from iostack.deployment import stack
+from iostack.site import facts as site_facts
 from iostack_rfm import smoke
 from iostack_rfm.base import IostackMixin, parsed
 
 # The site of the system ReFrame runs on, read when the checks load (like
 # reframe.utility.find_modules does), so the parameters are the site's own packages.
-SITE = stack.site_of_system(rt.runtime().system.name)
+SITE = site_facts.site_of_system(rt.runtime().system.name)
 ROOTS = {spec.key: spec for spec in stack.site_roots(SITE)}
 NO_LOCK = 'no-spack-lock'
 # Environment feature of the programming environment a compiler's builds are used in.

@@ -1,5 +1,5 @@
 # ReFrame configuration for iostack: the systems of each site's facts file (sites/<site>.yaml,
-# read through iostack.sites: host names, processors, Slurm partitions, scratch), with the
+# read through iostack.site.facts: host names, processors, Slurm partitions, scratch), with the
 # names of spack-env/sites/ and ansible/inventories/; `local-slurm` is the local site behind a
 # single-node Slurm.
 #
@@ -42,23 +42,20 @@
 #                        which NFS and Lustre do not give reliably: on sites whose root is
 #                        on such a file system point it at a local disk of the login node.
 import os
-import pathlib
 import sys
 
 from reframe.utility.cpuinfo import cpuinfo
 
-# The checks import iostack (lib/, the domain code bin/iostack shares) and iostack_rfm
-# (beside this directory).
-_LIB = pathlib.Path(__file__).resolve().parents[2] / 'lib'
-if str(_LIB) not in sys.path:
-    sys.path.insert(0, str(_LIB))
-from iostack import paths, sites, stack  # noqa: E402
+# The checks import iostack (the domain code bin/iostack shares) and iostack_rfm: installed
+# in the venv by set-up (pyproject.toml), or the checkout's own on the PYTHONPATH that
+# `bin/iostack nightly` gives ReFrame (iostack.regression.reframe.environment).
+import iostack_rfm.launchers  # noqa: F401  (registers launcher `mpirun-ranks`)
+from iostack.core import paths
+from iostack.deployment import stack
+from iostack.site import facts as site_facts
+from iostack_rfm import slots
 
 _RFM_ROOT = paths.REFRAME_DIR
-if str(_RFM_ROOT) not in sys.path:
-    sys.path.insert(0, str(_RFM_ROOT))
-import iostack_rfm.launchers  # noqa: E402,F401  (registers launcher `mpirun-ranks`)
-from iostack_rfm import slots  # noqa: E402
 
 # Default under reframe-tests/output/ (git-ignored) for runs by hand.
 _STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT / 'output'))
@@ -115,9 +112,9 @@ _LOCAL_OPTIONAL_APPS = {'multio': ['multio'], 'openifs': ['openifs-env']}
 _LOCAL_STACK_APPS = {name: modules for name, modules in _LOCAL_OPTIONAL_APPS.items()
                      if name in {r.name for r in stack.site_roots('local')}}
 
-_LOCAL = sites.load('local')
-_CRAY_EX = sites.load('cray-ex')
-_OCI = sites.load('oci-bm-optimized3')
+_LOCAL = site_facts.load('local')
+_CRAY_EX = site_facts.load('cray-ex')
+_OCI = site_facts.load('oci-bm-optimized3')
 
 
 def _slurm_partition(facts, group, features, **settings):

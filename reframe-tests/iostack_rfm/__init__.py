@@ -17,8 +17,7 @@
 - templates/: scripts the jobs run.
 
 Job-side tools run in jobs as `python3 -m iostack_rfm.<module>` (and `python3 -m
-iostack.fdbconfig`), with the PYTHONPATH the mixin sets; they import nothing but the
+iostack.deployment.fdbconfig`), with the PYTHONPATH the mixin sets; they import nothing but the
 standard library and each other. Domain code the CLI shares (references format, lock
-reader, FDB config, results DB) lives in the `iostack` package in lib/, which the ReFrame
-configuration puts on sys.path.
+reader, FDB config, results DB) lives in the `iostack` package in lib/; pyproject.toml installs both.
 """

@@ -2,7 +2,7 @@
 
 `IostackMixin` carries what every check needs from the site, the way EESSI's mixin does:
 
-- references: `reference` from references/<check module>.yaml (iostack.references); a
+- references: `reference` from references/<check module>.yaml (iostack.regression.references); a
   partition without a baseline gets one no value meets, and a warning says how to record it;
 - applications: `app_features` select environments that have them (`+openfoam`) and load
   the modules their `extras['app_modules']` name (none where the application is on PATH);
@@ -11,7 +11,7 @@
 - launch: the partition's `extras['launcher_options']` ([OCI-OpenFOAM]'s binding) on every launch;
   in a check made of steps (`steps_job`, see AppCheck) the job's own line runs on the batch
   host and MPI programs are steps started by `mpi_command()`;
-- job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.fdbconfig`,
+- job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.deployment.fdbconfig`,
   `python3 -m iostack_rfm.gribcompare`, ... (standard library only);
 - timing: a check tagged `performance` gets its node to itself: ReFrame's exclusive access
   on batch systems, and the host slot where jobs share a host (iostack_rfm.slots);
@@ -45,7 +45,9 @@ from reframe.core.builtins import run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 from reframe.core.logging import getlogger
 
-from iostack import filesystems, paths, references, stack
+from iostack.core import filesystems, paths
+from iostack.regression import references
+from iostack.site import facts as site_facts
 from iostack_rfm import slots, steps
 
 # Open MPI refuses to start as root unless told twice; CI containers run as root.
@@ -142,7 +144,7 @@ class IostackMixin(rfm.RegressionTestPlugin):
         if section is None or references.has_baseline(section, partition,
                                                       self.reference_variant):
             return
-        site = stack.site_of_system(self.current_system.name)
+        site = site_facts.site_of_system(self.current_system.name)
         getlogger().warning(
             f'{self.display_name}: no baseline for {partition} in {path.name}, so its '
             f'reference cannot be met and the check fails until one is recorded: run the '

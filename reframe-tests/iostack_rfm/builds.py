@@ -7,7 +7,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before, sanity_function, variable
 
-from iostack import paths
+from iostack.core import paths
 from iostack_rfm.base import IostackMixin
 
 

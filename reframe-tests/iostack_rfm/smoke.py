@@ -1,6 +1,6 @@
 """The stack smoke check's table: how each package's main executable states its version
 (after Pawsey's practice of loading every module and running its program). The packages
-themselves come from the site's spack.lock (iostack.stack); a root without an entry here
+themselves come from the site's spack.lock (iostack.deployment.stack); a root without an entry here
 fails the smoke check, which says to add one. Bundle packages (nwp-env, ...) have no
 program: their check is that their module loads at the locked version. Standard library
 only.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from iostack.stack import RootSpec
+from iostack.deployment.stack import RootSpec
 
 #: the job line that lists the modules that did load (a job script goes on after a
 #: failed `module load`)
@@ -35,6 +35,12 @@ VERSION_QUERIES: dict[str, VersionQuery] = {
     "fdb": VersionQuery("fdb-info --version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "eckit": VersionQuery("eckit-version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "metkit": VersionQuery("pkg-config --modversion metkit", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    "multio": VersionQuery("pkg-config --modversion multio", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    # ifsMASTER states no version: OIFS_EXEC (the openifs module's) must be the install of
+    # the locked version
+    "openifs": VersionQuery('echo "ifsMASTER at $OIFS_EXEC"',
+                            r"ifsMASTER at \S*/openifs-([^/\s]+?)-[a-z0-9]{7}/bin/ifsMASTER\."
+                            r"(?:SP|DP)$"),
     "openmpi": VersionQuery("mpirun --version", r"\(Open MPI\) (\S+)"),
     "fio": VersionQuery("fio --version", r"fio-(\S+)"),
     "nvme-stage": VersionQuery("nvme-stage --version", r"^nvme-stage (\S+)"),

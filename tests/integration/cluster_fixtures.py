@@ -7,7 +7,7 @@ import os
 import pathlib
 import subprocess
 
-from iostack import paths
+from iostack.core import paths
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 

@@ -22,7 +22,6 @@ import urllib.request
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
 from ansible_helpers import FIXTURES, free_port, make_cert, make_sysfs, run_role  # noqa: E402
 
 BMC_USER, BMC_PASSWORD = "bmc-admin", "s3cret-bmc-pw"

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import pathlib
 import re
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
 from ansible_helpers import FIXTURES, make_sysfs, run_role  # noqa: E402
 
 

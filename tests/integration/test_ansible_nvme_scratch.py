@@ -18,11 +18,9 @@ import shutil
 import socket
 import stat
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
 from ansible_helpers import FIXTURES, run_role  # noqa: E402
 
 XFS_MIN = 320 * 1024 * 1024   # mkfs.xfs refuses filesystems below 300 MB

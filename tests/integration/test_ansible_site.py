@@ -6,11 +6,9 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
 from ansible_helpers import ANSIBLE_DIR, ansible_env, run_playbook  # noqa: E402
 
 SITES = ("local", "cray-ex", "oci-bm-optimized3")

@@ -18,12 +18,10 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
 from ansible_helpers import run_role  # noqa: E402
 
 GIT = ["git", "-c", "user.name=iostack-test", "-c", "user.email=test@iostack.invalid",
@@ -63,7 +61,7 @@ def test_lmod_puts_the_current_release_and_its_spider_cache_in_login_shells(venv
     """MODULEPATH names <root>/current/modulefiles/Core; LMOD_RC names an lmodrc.lua whose
     cache Lmod reads: a module added after the cache was written is missing from `module
     spider` with the cache and present without it."""
-    from iostack import lmodcache
+    from iostack.deployment import lmodcache
 
     init = pathlib.Path("/usr/share/lmod/lmod/init/bash")
     if not init.exists() or lmodcache.libexec() is None:

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from iostack import paths, reframe
+from iostack.core import paths
+from iostack.regression import reframe
 
 CHECKS = ["OpenIFSOutputCheck", "HpcMotorbike.*", "IO500Check", "IorLayoutCheck",
           "MdtestScalingCheck", "NetcdfOutputCheck"]

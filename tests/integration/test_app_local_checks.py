@@ -11,7 +11,9 @@ import subprocess
 
 import pytest
 
-from iostack import paths, references, results, slurm
+from iostack import slurm
+from iostack.core import paths
+from iostack.regression import references, results
 from iostack_rfm import netcdf, slots
 
 pytestmark = pytest.mark.skipif(

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from iostack import paths
+from iostack.core import paths
 from iostack_rfm import openifs
 
 pytestmark = pytest.mark.skipif(
@@ -53,7 +53,7 @@ def runs(gribgen, tmp_path):
                            check=True)
     env = {**os.environ, "PYTHONPATH": JOB_PYTHONPATH,
            "FDB5_CONFIG_FILE": str(tmp_path / "fdb-config.yaml")}
-    subprocess.run(["python3", "-m", "iostack.fdbconfig", "--root", str(tmp_path / "fdb-root"),
+    subprocess.run(["python3", "-m", "iostack.deployment.fdbconfig", "--root", str(tmp_path / "fdb-root"),
                     "--out", env["FDB5_CONFIG_FILE"]], check=True, env=env, capture_output=True)
     return grib, tmp_path / "fdb-root", env
 

@@ -4,16 +4,14 @@ applied to each node's own blank loop device, a re-run that changes nothing, and
 per-node hardware comparison finding each node as the inventory describes it. Needs root."""
 import json
 import pathlib
-import sys
 
 import pytest
 from cluster_fixtures import leftovers, run
 
 from iostack import cluster as harness
-from iostack import inventory
+from iostack.site import inventory
 from iostack_rfm import nodestate
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "ansible_fixtures"))
 from ansible_helpers import ANSIBLE_DIR, FIXTURES, ansible_env  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from iostack import fdbconfig, paths
+from iostack.core import paths
+from iostack.deployment import fdbconfig
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("cmake", "g++", "fdb-list", "grib_set", "codes_info")),

@@ -1,9 +1,9 @@
 """The in-repo-source part of the fdb-archive-bench Spack recipe (copying
 src/fdb-archive-bench into the stage) inside `spack python`: no concretization, no
 download, no build; the version must be the one its CMakeLists.txt declares."""
-from iostack import paths
-
 from test_netcdf_bench_recipe import spack_python  # noqa: F401 (fixture)
+
+from iostack.core import paths
 
 
 def test_fdb_archive_bench_stages_the_repo_source(spack_python, tmp_path):  # noqa: F811

@@ -1,4 +1,4 @@
-"""gribcompare on published GRIB (iostack.samples: cfgrib's and ecCodes' sample data from
+"""gribcompare on published GRIB (iostack.regression.samples: cfgrib's and ecCodes' sample data from
 PyPI), GRIB1 and GRIB2, changed only with ecCodes' own tools: what must be caught is caught,
 reordering is not a difference."""
 import io
@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from iostack import paths, samples
+from iostack.core import paths
+from iostack.regression import samples
 from iostack_rfm import gribcompare
 
 pytestmark = pytest.mark.skipif(not shutil.which("grib_ls"), reason="ecCodes tools not installed")

@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 
-from iostack import paths, reframe
+from iostack.core import paths
+from iostack.regression import reframe
 from iostack_rfm import slots
 
 pytestmark = pytest.mark.skipif(not shutil.which("flock"), reason="flock (util-linux) missing")

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from iostack import paths
+from iostack.core import paths
 
 
 def run(cmd):
@@ -24,6 +24,16 @@ def test_yamllint(venv_bin):
 
 def test_ruff(venv_bin):
     run([str(venv_bin / "ruff"), "check", "."])
+
+
+@pytest.mark.parametrize("call", ["subprocess.run(['true'])", "subprocess.Popen(['true'])",
+                                  "subprocess.check_output(['true'])", "os.system('true')"])
+def test_ruff_refuses_a_command_that_bypasses_the_process_layer(venv_bin, call):
+    """Library code starts commands only through iostack.core.process, which prints them."""
+    p = subprocess.run([str(venv_bin / "ruff"), "check", "--no-cache", "--stdin-filename",
+                        "lib/iostack/deployment/probe.py"], input=f"import os\nimport subprocess\n\n{call}\n",
+                       cwd=paths.REPO, capture_output=True, text=True)
+    assert p.returncode == 1 and "TID251" in p.stdout and "iostack.core.process" in p.stdout
 
 
 def test_shellcheck():

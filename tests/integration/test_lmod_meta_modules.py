@@ -15,7 +15,8 @@ import subprocess
 
 import pytest
 
-from iostack import deploy, paths
+from iostack.core import paths
+from iostack.deployment import deploy
 
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 pytestmark = pytest.mark.skipif(not os.path.exists(LMOD_INIT), reason="Lmod not installed (apt: lmod)")

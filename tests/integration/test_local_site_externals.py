@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from iostack import paths
+from iostack.core import paths
 
 pytestmark = pytest.mark.skipif(not shutil.which("dpkg-query"), reason="not a Debian system")
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from iostack import paths
+from iostack.core import paths
 from iostack_rfm import gribcompare, multio
 
 pytestmark = pytest.mark.skipif(not all(shutil.which(p) for p in ("grib_copy", "grib_ls",
@@ -69,7 +69,7 @@ def test_archived_counts_what_fdb_holds(tmp_path):
                        check=True)
         with open(fields, "ab") as f:
             f.write((tmp_path / "one.grib").read_bytes())
-    subprocess.run(["python3", "-m", "iostack.fdbconfig", "--root", str(tmp_path / "root"),
+    subprocess.run(["python3", "-m", "iostack.deployment.fdbconfig", "--root", str(tmp_path / "root"),
                     "--out", str(tmp_path / "fdb.yaml")], check=True,
                    env={**os.environ, "PYTHONPATH": str(paths.LIB)})
     subprocess.run(["fdb-write", str(fields)], check=True, capture_output=True,

@@ -10,13 +10,14 @@ import subprocess
 
 import pytest
 
-from iostack import paths, spack
+from iostack.core import paths
+from iostack.spack import runner
 
 SCRIPT = r"""
 import sys, types
 import spack.repo
 from spack.util.prefix import Prefix
-from spack.version import Version
+from runner.version import Version
 
 name, version, target = sys.argv[1], sys.argv[2], sys.argv[3]
 cls = spack.repo.PATH.get_pkg_class(name)
@@ -38,8 +39,8 @@ except Exception as e:
 @pytest.fixture(scope="module")
 def spack_python(tmp_path_factory):
     try:
-        spack_root, builtin = spack.locate()
-    except spack.SpackMissing as e:
+        spack_root, builtin = runner.locate()
+    except runner.SpackMissing as e:
         pytest.skip(f"Spack not found: {e}")
     scope = tmp_path_factory.mktemp("spack-scope")
     (scope / "repos.yaml").write_text(

@@ -10,11 +10,11 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
 import yaml
 
-import pytest
-
-from iostack import filesystems, nightly, paths, reframe, results
+from iostack.core import filesystems, paths
+from iostack.regression import nightly, reframe, results
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("fdb-write", "fdb-read", "grib_set")),
@@ -112,7 +112,7 @@ def test_a_check_that_does_not_load_fails_the_nightly_naming_it(repo_copy, tmp_p
     (line,) = errors(p)
     assert line.startswith("iostack: error: mode nightly must run StackSmokeCheck, which did not "
                            f"load (skipping test file '{repo_copy}/reframe-tests/checks/stack_smoke.py': ")
-    assert "the checks each mode must run are listed in lib/iostack/nightly.py MODES" in line
+    assert "the checks each mode must run are listed in lib/iostack/regression/nightly.py MODES" in line
     assert " -r " not in p.stdout      # nothing was run
 
 
@@ -147,7 +147,7 @@ def test_an_unknown_system_and_mode_are_named(tmp_path):
     assert errors(p) == [
         "iostack: error: unknown mode 'nighty': modes are nightly, weekly, defined in "
         "reframe-tests/config/iostack.py `modes` (their checks and bounds: "
-        "lib/iostack/nightly.py MODES)"]
+        "lib/iostack/regression/nightly.py MODES)"]
 
 
 @pytest.mark.parametrize("mode", list(nightly.MODES))
@@ -300,8 +300,8 @@ def test_a_read_only_root_is_one_line_for_nightly_and_deploy(read_only):
     assert errors(p) == [f"iostack: error: deployment root {root} is not writable: Read-only "
                          f"file system: {root}"]
     try:
-        from iostack import spack
-        spack.locate()
+        from iostack.spack import runner
+        runner.locate()
     except Exception:
         pytest.skip("deploy needs Spack (bin/iostack setup)")
     p = iostack("deploy", "--root", root)

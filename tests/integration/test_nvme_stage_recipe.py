@@ -2,8 +2,9 @@
 spec and a temporary prefix: no concretization, no download. Skipped without Spack."""
 import stat
 
-from iostack import paths
 from test_netcdf_bench_recipe import spack_python  # noqa: F401  (fixture)
+
+from iostack.core import paths
 
 
 def test_nvme_stage_installs_the_script(spack_python, tmp_path):  # noqa: F811

@@ -16,7 +16,9 @@ import tarfile
 import pytest
 import yaml
 
-from iostack import bundle, paths, results
+from iostack.core import paths
+from iostack.spack import config as spack_config
+from iostack.regression import results
 from iostack_rfm import ifstest
 
 OPENIFS_48R1 = "6c93ad58cdb9711b088e7af3025a5b6de3780697"
@@ -30,7 +32,7 @@ pytestmark = pytest.mark.skipif(not all(shutil.which(p) for p in ("grib_set", "f
 
 def mirror_tarball() -> pathlib.Path | None:
     """OpenIFS 48r1.1.0's source in the registered source mirror (bin/iostack setup)."""
-    conf = bundle.registered_mirrors_file()
+    conf = spack_config.registered_mirrors_file()
     if not conf.is_file():
         return None
     for url in re.findall(r'url:\s*"?(file://[^"\s]+)', conf.read_text()):

@@ -1,6 +1,6 @@
 """ReFrame runs the FDB bit-identity check on this node, for real (fdb-write, fdb-read,
 grib_compare), through the same entry point as the nightly: `bin/iostack nightly`, on every
-input: the synthetic set, the published GRIB1 and GRIB2 sets (iostack.samples, fetched from
+input: the synthetic set, the published GRIB1 and GRIB2 sets (iostack.regression.samples, fetched from
 PyPI) and a site directory of published model output (IOSTACK_SITE_GRIB)."""
 import os
 import pathlib
@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from iostack import paths, results, samples
+from iostack.core import paths
+from iostack.regression import results, samples
 
 pytestmark = pytest.mark.skipif(not shutil.which("fdb-write"), reason="FDB tools (fdb5) not installed")
 

@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from iostack import paths, reframe
+from iostack.core import paths
+from iostack.regression import reframe
 
 
 def dry_run(system, prefix):

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from iostack import paths, slurm
+from iostack import slurm
+from iostack.core import paths
 
 LMOD_CMD = "/usr/share/lmod/lmod/libexec/lmod"
 TUTORIAL = pathlib.Path(paths.venv()) / "share" / "doc" / "reframe-hpc" / "examples" / "tutorial"
@@ -103,7 +104,7 @@ def modulepath(tmp_path_factory):
 
 
 def test_the_eessi_test_suite_lists_its_checks(modulepath, tmp_path):
-    import eessi.testsuite      # requirements.txt: eessi-testsuite
+    import eessi.testsuite  # requirements.txt: eessi-testsuite
     tests = pathlib.Path(eessi.testsuite.__file__).parent / "tests"
     p, _ = reframe(tmp_path, "-c", tests, "-R", "-l", env={"MODULEPATH": str(modulepath)})
     assert p.returncode == 0

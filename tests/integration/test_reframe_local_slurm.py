@@ -7,7 +7,9 @@ import subprocess
 
 import pytest
 
-from iostack import paths, references, results, slurm
+from iostack import slurm
+from iostack.core import paths
+from iostack.regression import references, results
 
 pytestmark = pytest.mark.skipif(not shutil.which("fdb-hammer"), reason="FDB tools not installed")
 

@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from iostack import paths, references, results
+from iostack.core import paths
+from iostack.regression import references, results
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("fdb-write", "fdb-hammer", "fio", "grib_set")),

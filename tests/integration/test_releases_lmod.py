@@ -1,6 +1,6 @@
 """Releases under real Lmod: jobs loading modules from `current` while it is switched back
-and forth, and the spider cache each release carries (lib/iostack/releases.py,
-lib/iostack/lmodcache.py). Trees are generated like Spack's (Core / compiler / MPI, the
+and forth, and the spider cache each release carries (lib/iostack/deployment/releases.py,
+lib/iostack/deployment/lmodcache.py). Trees are generated like Spack's (Core / compiler / MPI, the
 lower levels unlocked by absolute release paths); the spack tier deploys real ones."""
 import json
 import os
@@ -10,7 +10,8 @@ import threading
 
 import pytest
 
-from iostack import lmodcache, releases
+from iostack.core import paths
+from iostack.deployment import lmodcache, releases
 
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 pytestmark = pytest.mark.skipif(lmodcache.libexec() is None or not os.path.exists(LMOD_INIT),
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.skipif(lmodcache.libexec() is None or not os.path.exist
 
 
 def clean_env(**extra):
-    return {**lmodcache.clean_env(), **extra}
+    without = set(lmodcache.lmod_variables())
+    return {**{k: v for k, v in os.environ.items() if k not in without}, **extra}
 
 
 def make_release(root: pathlib.Path, rid: str, modules: int = 60) -> pathlib.Path:
@@ -151,17 +153,18 @@ def test_jobs_loading_from_current_never_fail_while_it_is_switched(tmp_path):
 
 def test_the_timing_harness_times_both_commands_with_and_without_the_cache(tmp_path):
     out = tmp_path / "rows.json"
-    p = subprocess.run(["python3", "-m", "iostack.lmodcache", "bench", "--generated", "120",
+    p = subprocess.run(["python3", "-m", "iostack.deployment.lmodcache", "bench", "--generated", "120",
                         "--runs", "2", "--json", str(out)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(pathlib.Path(releases.__file__).parents[1])})
+                       env={**os.environ, "PYTHONPATH": str(paths.LIB)})
     assert p.returncode == 0, p.stderr
     rows = json.loads(out.read_text())
     assert [r["command"] for r in rows] == ["avail (cache)", "avail (no cache)",
                                             "spider (cache)", "spider (no cache)"]
     assert all(r["tree"] == "generated" and 100 <= r["modules"] <= 140 and r["runs"] == 2
                and 0 < r["min_s"] <= r["median_s"] <= r["max_s"] for r in rows)
-    assert p.stdout.splitlines()[0].split()[:3] == ["tree", "modules", "command"]
-    bad = subprocess.run(["python3", "-m", "iostack.lmodcache", "bench", "--root", str(tmp_path)],
+    table = [line for line in p.stdout.splitlines() if not line.startswith("+ ")]  # commands shown
+    assert table[0].split()[:3] == ["tree", "modules", "command"]
+    bad = subprocess.run(["python3", "-m", "iostack.deployment.lmodcache", "bench", "--root", str(tmp_path)],
                          capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(pathlib.Path(releases.__file__).parents[1])})
+                         env={**os.environ, "PYTHONPATH": str(paths.LIB)})
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no spider cache" in bad.stderr

@@ -6,9 +6,10 @@ import json
 import pathlib
 
 import pytest
-
 from headless_chromium import Chromium, executable
-from iostack import releases, report
+
+from iostack.deployment import releases
+from iostack.regression import report
 
 pytestmark = pytest.mark.skipif(executable() is None, reason="chromium not installed (apt: chromium)")
 

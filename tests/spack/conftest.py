@@ -17,7 +17,9 @@ import time
 
 import pytest
 
-from iostack import bundle, paths, spack
+from iostack.core import paths
+from iostack.offline import bundle
+from iostack.spack import config, runner
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
@@ -28,8 +30,8 @@ LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "multio", "ior", "io500",
 @pytest.fixture(scope="session")
 def spack_available():
     try:
-        return spack.locate()
-    except spack.SpackMissing as e:
+        return runner.locate()
+    except runner.SpackMissing as e:
         if os.environ.get("IOSTACK_REQUIRE_SPACK"):
             pytest.fail(f"Spack tier required (IOSTACK_REQUIRE_SPACK) but: {e}")
         pytest.skip(f"Spack tier skipped: {e}")
@@ -143,25 +145,16 @@ def scratch_cache(tmp_path):
     own registered mirrors and an empty key ring. Returns (env, cache)."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    spack_root, spack_packages = spack.locate()
+    spack_root, spack_packages = runner.locate()
     (cache / "spack").symlink_to(spack_root)
     (cache / "spack-packages").symlink_to(spack_packages)
     return {"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""}, cache
 
 
 def register_source_mirror(cache: pathlib.Path, mirror: pathlib.Path) -> None:
-    f = bundle.registered_mirrors_file(cache)
+    f = config.registered_mirrors_file(cache)
     f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(bundle.mirrors_yaml(mirror, None))
+    config.write_mirrors(f, bundle.bundle_mirrors(mirror, None), replace=True, written_by="the Spack tier")
 
 
-def shared_bundle() -> pathlib.Path:
-    """The offline bundle CI gets (../shared/spack), or where IOSTACK_SPACK_BUNDLE says."""
-    where = os.environ.get("IOSTACK_SPACK_BUNDLE") or paths.REPO.parent / "shared" / "spack"
-    where = pathlib.Path(where)
-    if not (where / bundle.SUMS).is_file():
-        message = f"no offline Spack bundle at {where} (set IOSTACK_SPACK_BUNDLE)"
-        if os.environ.get("IOSTACK_REQUIRE_SPACK"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return where
+from support.fixtures import shared_bundle  # noqa: E402,F401  (the tier's tests import it from here)

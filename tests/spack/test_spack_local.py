@@ -8,7 +8,9 @@ import subprocess
 import pytest
 from conftest import LOCAL_BUILT, built_from_source, fetched_urls, iostack
 
-from iostack import bundle, paths, stack
+from iostack.core import paths
+from iostack.deployment import stack
+from iostack.spack import config
 
 
 def local_recipes():
@@ -43,9 +45,9 @@ def test_deploy_builds_the_stack_from_source_and_nothing_else(local_deploy):
 
 def test_nothing_is_fetched_beyond_the_configured_mirrors(local_deploy):
     _, run = local_deploy
-    mirrors = bundle.registered_mirrors_file().read_text()
+    mirrors = config.registered_mirrors_file().read_text()
     mirror_urls = [line.split('"')[1] for line in mirrors.splitlines() if "url:" in line]
-    _, spack_packages = __import__("iostack.spack", fromlist=["locate"]).locate()
+    _, spack_packages = __import__("iostack.spack.runner", fromlist=["locate"]).locate()
     allowed = [*mirror_urls, spack_packages.resolve().as_uri(),
                "file:///" + str(spack_packages.resolve())]  # Spack spells it file:////...
     urls = fetched_urls(run.output)

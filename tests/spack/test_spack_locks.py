@@ -3,19 +3,20 @@ a site (local/nwp, with OpenIFS), is what a fresh concretization gives (side by 
 whichever way Spack was obtained (clone or release tarball)."""
 import pytest
 
-from iostack import locks, sites
+from iostack.site import facts
+from iostack.spack import locks
 
 
 @pytest.fixture(scope="module")
 def fresh(timings):
-    results = locks.fresh_locks(sites.all_spack_envs())
+    results = locks.fresh_locks(facts.all_spack_envs())
     for site, result in results.items():
         if not isinstance(result, Exception):
             timings[f"concretize {site} (side by side)"] = result[1]
     return results
 
 
-@pytest.mark.parametrize("site", sites.all_spack_envs())
+@pytest.mark.parametrize("site", facts.all_spack_envs())
 def test_site_lock_is_fresh(fresh, site):
     result = fresh[site]
     assert not isinstance(result, Exception), str(result)

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from conftest import iostack
 
-from iostack import results, samples
+from iostack.regression import results, samples
 
 
 def lmod(script: str) -> subprocess.CompletedProcess:

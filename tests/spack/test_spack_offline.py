@@ -1,18 +1,26 @@
 """Offline set-up, source mirrors, signed build caches and bundles, for real, with the
 `local` deployment the tier built from source; and bad input, each refused with one line
 and nothing half-installed."""
-import os
 import pathlib
 import shutil
 import subprocess
 import tarfile
 
 import pytest
-from conftest import (LOCAL_BUILT, built_from_source, fetched_urls, installed_from_cache,
-                      installed_prefixes, iostack, register_source_mirror, shared_bundle)
+from conftest import (
+    LOCAL_BUILT,
+    built_from_source,
+    fetched_urls,
+    installed_from_cache,
+    installed_prefixes,
+    iostack,
+    register_source_mirror,
+    shared_bundle,
+)
 
-from iostack import bundle, paths, pins
-
+from iostack.core import paths, pins
+from iostack.offline import bundle
+from iostack.spack import config
 
 # metkit's configuration files, from ECMWF's metkitlib wheel on PyPI (see its recipe)
 METKIT_CONFIGS_SHA256 = "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1"
@@ -80,7 +88,7 @@ def test_setup_from_the_bundle_unpacks_the_pinned_spack_and_registers_its_mirror
         assert bundle.installed_commit(cache / tree) == pin["commit"]
         assert not (cache / f"{tree}.partial").exists()
     assert (cache / "spack" / "bin" / "spack").is_file()
-    registered = bundle.registered_mirrors_file(cache).read_text()
+    registered = config.registered_mirrors_file(cache).read_text()
     assert "mirrors::" in registered and (cache / "mirrors" / "source").as_uri() in registered
     registered = archive_digests(cache / "mirrors" / "source")
     # the bundle's sources, and what local's recipes take from elsewhere: metkit's configs
@@ -224,44 +232,45 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
     assert commit
 
 
-NETNS_SCRIPT = r"""
-set -euo pipefail
-ip link set lo up
-echo "links: $(ip -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')"
-cd "$BUNDLE/iostack"
-bin/iostack setup --spack-bundle "$BUNDLE"
-bin/iostack deploy --site local --root "$ROOT" -- -S valid_prog_environs=stack \
+NO_NETWORK_SCRIPT = r"""
+set -eu
+# the network devices this node sees (its own network namespace: /proc/net is per namespace)
+echo "links: $(awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}' /proc/net/dev | tr '\n' ' ')"
+cd /srv/bundle/iostack
+bin/iostack setup --spack-bundle /srv/bundle
+bin/iostack deploy --site local --root /srv/r -- -S valid_prog_environs=stack \
     -n FdbBitIdentityCheck -n FdbCrossVersionCheck -n StackSmokeCheck
 """
 
 
-def test_bundle_deploys_and_validates_with_no_network(tmp_path, local_bundle, short_root,
-                                                     timings):
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        pytest.skip("a network namespace needs root and unshare")
+def test_a_fresh_node_sets_up_deploys_and_validates_the_bundle_with_no_network(
+        tmp_path, fresh_bookworm_node, local_bundle, timings):
+    """The fresh Debian 12 node of the integration tier (its system packages installed from
+    the network, nothing else), now without any network: the bundle alone sets it up,
+    deploys local from its build cache and passes the nightly's FDB and smoke checks."""
+    root, setup_run = fresh_bookworm_node
+    assert setup_run.returncode == 0, setup_run.output[-3000:]
     with tarfile.open(local_bundle) as tar:
         tar.extractall(tmp_path)
-    top = tmp_path / "iostack-bundle-local"
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("IOSTACK_", "SPACK", "XDG_", "VIRTUAL_ENV", "PYTHON"))}
-    env.update(HOME=str(home), BUNDLE=str(top), ROOT=str(short_root))
+    root.bind(tmp_path / "iostack-bundle-local", "/srv/bundle")
     import time
 
     start = time.monotonic()
-    p = subprocess.run(["unshare", "--net", "bash", "-c", NETNS_SCRIPT], env=env,
-                       capture_output=True, text=True, timeout=3600)
-    seconds = time.monotonic() - start
+    try:
+        p = root.run(["bash", "-c", NO_NETWORK_SCRIPT], net=False,
+                     env={"HOME": "/srv/home"}, cwd="/")
+    finally:
+        root.binds.pop()
+    timings["fresh node, no network: bundle set-up + deploy + 3 checks"] = time.monotonic() - start
     print(p.stdout[-8000:], p.stderr[-4000:])
-    timings["bundle: set-up + deploy + checks, no network"] = seconds
-    assert p.returncode == 0
+    assert p.returncode == 0, p.output[-6000:]
     # only loopback existed, so nothing could reach outside; and Spack fetched only from
-    # the bundle's mirrors (now in the fresh HOME's cache)
+    # the bundle's mirrors (now in the node's fresh HOME)
     links = next(line for line in p.stdout.splitlines() if line.startswith("links: "))
     assert links.split()[1:] == ["lo"]
-    cache_uri = (home / ".cache" / "iostack").as_uri()
-    urls = fetched_urls(p.stdout + p.stderr)
-    assert urls and all(u.replace("file:////", "file:///").startswith(cache_uri) for u in urls)
-    assert built_from_source(p.stdout + p.stderr) == set()
+    urls = fetched_urls(p.output)
+    assert urls and all(u.replace("file:////", "file:///").startswith("file:///srv/home/.cache/iostack")
+                        for u in urls), urls
+    assert built_from_source(p.output) == set()
     assert "iostack: error" not in p.stderr
+    assert root.daemons() == []

@@ -4,20 +4,17 @@ In CI: every source of the nwp environment is fetched from the offline source mi
 archive checked against the sha256 its recipe pins (`bin/iostack mirror create`: Spack's
 fetch), and nothing comes from anywhere else; the environment concretizes to its committed
 lock (tests/spack/test_spack_locks.py). The full build of OpenIFS (an hour and more on two
-cores) does not fit CI: the nightly workflow deploys the environment and runs the last
-test here against it (IOSTACK_OPENIFS_ROOT: that deployment's root), which proves that
-ifsMASTER was built and that `module load openifs-env` gives it to users."""
+cores) does not fit CI: the nightly tier builds it (tests/nightly/test_openifs_nwp.py)."""
 import hashlib
 import json
-import os
 import pathlib
 import re
-import subprocess
 
 import pytest
 from conftest import fetched_urls, iostack
 
-from iostack import bundle, paths
+from iostack.core import paths
+from iostack.spack import config as spack_config
 
 NWP_LOCK = json.loads((paths.SPACK_ENV_SITES / "local" / "nwp" / "spack.lock").read_text())
 #: the sources OpenIFS adds to the site's stack, as the mirror names them (archives by their
@@ -32,7 +29,7 @@ OPENIFS_SOURCES = {
 
 
 def registered_source_mirror() -> pathlib.Path:
-    text = bundle.registered_mirrors_file().read_text()
+    text = spack_config.registered_mirrors_file().read_text()
     urls = re.findall(r'url:\s*"?file://([^"\s]+)', text)
     return pathlib.Path(urls[0])
 
@@ -69,25 +66,3 @@ def test_every_openifs_source_is_fetched_from_the_mirror_checksums_verified(nwp_
             # Spack stored it under the sha256 it verified, which is the file's own
             assert hashlib.sha256(got.read_bytes()).hexdigest() == got.name.split(".")[0]
         assert got.read_bytes() == (source / "_source-cache" / path).read_bytes(), name
-
-
-@pytest.mark.skipif(not os.environ.get("IOSTACK_OPENIFS_ROOT"),
-                    reason="the full OpenIFS build runs in the nightly workflow, which sets "
-                           "IOSTACK_OPENIFS_ROOT to its deployment of local --env nwp")
-def test_deployed_openifs_has_ifsmaster_and_openifs_env_loads_it():
-    root = pathlib.Path(os.environ["IOSTACK_OPENIFS_ROOT"])
-    (release,) = sorted((root / "releases").glob("2*"))[-1:]
-    (prefix,) = (root / "opt").glob("openifs-48r1.1.0-*")
-    master = prefix / "bin" / "ifsMASTER.SP"
-    assert master.is_file() and os.access(master, os.X_OK)
-    ldd = subprocess.run(["ldd", str(master)], capture_output=True, text=True)
-    assert ldd.returncode == 0 and "not found" not in ldd.stdout, ldd.stdout
-    core = release / "modulefiles" / "Core"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE"))}
-    p = subprocess.run(["bash", "-c", f"source /usr/share/lmod/lmod/init/bash && module use "
-                        f"{core} && module load openifs-env && echo OIFS_EXEC=$OIFS_EXEC && "
-                        "command -v multio-sink fdb-read grib_ls"],
-                       capture_output=True, text=True, env=env)
-    assert p.returncode == 0 and p.stderr == "", p.stderr
-    assert f"OIFS_EXEC={master}" in p.stdout.splitlines()
-    assert (prefix / "share" / "openifs" / "ifs-test" / "storage.yaml").is_file()

@@ -22,7 +22,8 @@ import time
 
 import pytest
 
-from iostack import paths, releases
+from iostack.core import paths
+from iostack.deployment import releases
 
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 STANDIN = """# test stand-in for site local (tests/spack/test_spack_releases.py)

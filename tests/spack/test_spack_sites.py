@@ -9,13 +9,15 @@ import subprocess
 
 import pytest
 
-from iostack import paths, sites, spack
+from iostack.core import paths
+from iostack.site import facts
+from iostack.spack import runner
 
 DRIVER = paths.REPO / "lib" / "iostack" / "spack_offsite.py"
 
 
 def spack_spec(env_dir: pathlib.Path, root: pathlib.Path, spec: str):
-    env = {**os.environ, **{k: str(v) for k, v in spack.environment(root).items()}}
+    env = {**os.environ, **{k: str(v) for k, v in runner.environment(root).items()}}
     p = subprocess.run([str(pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"), "-e", str(env_dir),
                         "python", str(DRIVER), "spec", "-I", *spec.split()],
                        capture_output=True, text=True, timeout=1200, env=env)
@@ -24,7 +26,7 @@ def spack_spec(env_dir: pathlib.Path, root: pathlib.Path, spec: str):
 
 
 def site_spec(site, spec, tmp_path):
-    return spack_spec(spack.deployed_env(site, tmp_path), tmp_path, spec)
+    return spack_spec(runner.deployed_env(site, tmp_path), tmp_path, spec)
 
 
 # (site, spec): variants of our recipes that no site's lock holds (what the locks hold, the
@@ -44,7 +46,7 @@ def test_spec_concretizes(site, spec, tmp_path):
     if site != "local":
         # what a build on the cluster's nodes gets: its compilers' wrapper and its libc
         assert "^compiler-wrapper@" in p.stdout
-        assert f"^{sites.load(site).libc} " in p.stdout
+        assert f"^{facts.load(site).libc} " in p.stdout
 
 
 def test_openfoam_with_cce_is_refused_with_a_pointer_to_prgenv_gnu(tmp_path):
@@ -55,7 +57,7 @@ def test_openfoam_with_cce_is_refused_with_a_pointer_to_prgenv_gnu(tmp_path):
 
 def test_a_second_gcc_module_does_not_change_the_gnu_stack(tmp_path):
     """Cray systems have several gcc modules: the externals name theirs by version."""
-    env_dir = spack.deployed_env("cray-ex", tmp_path)
+    env_dir = runner.deployed_env("cray-ex", tmp_path)
     packages = env_dir / "packages.yaml"
     second_gcc = """    - spec: gcc@12.2.0 languages:='c,c++,fortran' os=sles15 target=zen2
       prefix: /opt/cray/pe/gcc/12.2.0/snos

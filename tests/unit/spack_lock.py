@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from iostack import paths
+from iostack.core import paths
 
 LANGUAGES = ("c", "cxx", "fortran")
 

@@ -5,7 +5,8 @@ import configparser
 
 import pytest
 
-from iostack import paths, references
+from iostack.core import paths
+from iostack.regression import references
 from iostack_rfm import io500
 
 

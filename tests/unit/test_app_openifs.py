@@ -3,7 +3,8 @@ for them, the namelist switches, the stripe parameter, output file names and the
 forecast-days-per-day metric from logs."""
 import pytest
 
-from iostack import paths, references
+from iostack.core import paths
+from iostack.regression import references
 from iostack_rfm import openifs
 
 FORT4 = """\

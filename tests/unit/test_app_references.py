@@ -6,7 +6,9 @@ import re
 import pytest
 import yaml
 
-from iostack import paths, references, stack
+from iostack.core import paths
+from iostack.deployment import stack
+from iostack.regression import references
 
 REFS = paths.references_dir()
 APP_REFERENCE_FILES = ["openifs.yaml", "io500.yaml", "ior_mdtest.yaml", "netcdf_output.yaml",

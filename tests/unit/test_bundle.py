@@ -8,7 +8,9 @@ import tarfile
 import pytest
 import yaml
 
-from iostack import bundle, pins, spack
+from iostack.core import pins
+from iostack.offline import bundle
+from iostack.spack import config, runner
 
 COMMIT = pins.SPACK["commit"]
 
@@ -106,7 +108,8 @@ def test_an_existing_tree_at_another_commit_is_not_replaced(tmp_path):
 
 
 def test_registered_mirrors_replace_spacks_public_one(tmp_path):
-    text = bundle.mirrors_yaml(tmp_path / "source", tmp_path / "cache dir")
+    text = config.mirrors_yaml(bundle.bundle_mirrors(tmp_path / "source", tmp_path / "cache dir"),
+                               replace=True, written_by="test")
     assert text.splitlines()[1] == "mirrors::"
     (mirrors,) = yaml.safe_load(text).values()
     assert mirrors["iostack-source"] == {"url": (tmp_path / "source").as_uri(),
@@ -163,7 +166,7 @@ GOOD_THEN_BUILD = ("gpg: Good signature from \"iostack build cache\" [ultimate]\
 ], ids=["missing-source", "tampered", "build-failure", "unknown-key", "verified-then-build-failure",
         "longer-root"])
 def test_spack_errors_become_one_line(stderr, line):
-    assert spack.error_line(stderr) == line
+    assert runner.error_line(stderr) == line
 
 
 def test_spack_carrying_its_own_config_is_found(tmp_path):
@@ -172,7 +175,7 @@ def test_spack_carrying_its_own_config_is_found(tmp_path):
     (etc / "defaults").mkdir()
     for shipped in ("include.yaml", "README.md", "site/README.md", "defaults/config.yaml"):
         (etc / shipped).write_text("x")
-    assert spack.foreign_config(tmp_path) == []
+    assert runner.foreign_config(tmp_path) == []
     (etc / "site" / "packages.yaml").write_text("packages: {}")
     (etc / "mirrors.yaml").write_text("mirrors: {}")
-    assert spack.foreign_config(tmp_path) == [etc / "mirrors.yaml", etc / "site" / "packages.yaml"]
+    assert runner.foreign_config(tmp_path) == [etc / "mirrors.yaml", etc / "site" / "packages.yaml"]

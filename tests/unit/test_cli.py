@@ -4,7 +4,10 @@ import subprocess
 
 import pytest
 
-from iostack import paths, setup, spack
+from iostack.core import paths
+from iostack.core.errors import IostackError
+from iostack.offline import setup
+from iostack.spack import runner
 
 
 def iostack(*args, env=None):
@@ -41,14 +44,14 @@ def fake_spack(tmp_path, monkeypatch):
 
 
 def test_spack_location_prefers_spack_root(tmp_path, monkeypatch, fake_spack):
-    assert spack.locate() == (tmp_path / "a", tmp_path / "p")
+    assert runner.locate() == (tmp_path / "a", tmp_path / "p")
     monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "missing"))
-    with pytest.raises(spack.SpackMissing, match="spack-packages"):
-        spack.locate()
+    with pytest.raises(runner.SpackMissing, match="spack-packages"):
+        runner.locate()
 
 
 def test_spack_environment_isolates_user_config(tmp_path, fake_spack):
-    env = spack.environment(tmp_path / "root")
+    env = runner.environment(tmp_path / "root")
     assert env["SPACK_DISABLE_LOCAL_CONFIG"] == "1"
     assert env["IOSTACK_ROOT"] == tmp_path / "root"
     assert str(env["SPACK_USER_CACHE_PATH"]).startswith(str(tmp_path / "root"))
@@ -59,16 +62,16 @@ def test_setup_without_root_prints_the_apt_line_and_stops(monkeypatch, capsys):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     ran = []
     monkeypatch.setattr(setup, "run", lambda *a, **k: ran.append(a))
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(IostackError, match="2 system packages missing .set-up needs root for apt") as e:
         setup.system_packages(skip_apt=False)
-    assert e.value.code == 2
+    assert e.value.exit_code == 2
     err = capsys.readouterr().err
     assert "apt-get install -y --no-install-recommends fdb5 lmod" in err
     assert ran == []
 
 
 def test_apt_list_has_the_local_stack():
-    pkgs = setup.apt_packages()
+    pkgs = setup.apt_packages("bookworm", ("deploy",))
     for needed in ("lmod", "openmpi-bin", "gfortran", "cmake", "libeccodes-tools",
                    "libeccodes-dev", "libeckit-dev", "fdb5", "libfdb5-dev"):
         assert needed in pkgs
@@ -76,7 +79,7 @@ def test_apt_list_has_the_local_stack():
 
 
 def test_commands_are_printed_before_they_run(capsys):
-    from iostack.run import run
+    from iostack.core.process import run
 
     run(["true"], env_extra={"A": "b c"}, cwd="/")
     assert capsys.readouterr().out.strip() == "+ cd / && A='b c' true"
@@ -84,7 +87,7 @@ def test_commands_are_printed_before_they_run(capsys):
 
 def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     root = tmp_path / "root"
-    env_dir = spack.deployed_env("local", root)
+    env_dir = runner.deployed_env("local", root)
     assert env_dir == root / "spack-env" / "sites" / "local"
     assert (env_dir / "spack.yaml").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.yaml").read_text()
     # Spack's state survives a refresh; a file the checkout no longer has does not
@@ -92,7 +95,7 @@ def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     (env_dir / ".spack-env" / "transaction_lock").write_text("")
     (env_dir / "stale.yaml").write_text("x")
     (env_dir / "spack.lock").write_text("{}")
-    spack.deployed_env("local", root)
+    runner.deployed_env("local", root)
     assert (env_dir / ".spack-env" / "transaction_lock").exists()
     assert not (env_dir / "stale.yaml").exists()
     assert (env_dir / "spack.lock").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text()

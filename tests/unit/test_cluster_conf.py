@@ -1,13 +1,10 @@
 """The multi-node cluster's pure parts: its slurm.conf (several slurmds, one state
 directory), its choice of subnet, and the emulated sysfs of NPS2 nodes."""
 import ipaddress
-import pathlib
-import sys
 
 from iostack import cluster, slurm
 from iostack_rfm import nodestate
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "integration" / "ansible_fixtures"))
 from ansible_helpers import make_sysfs  # noqa: E402
 
 HARDWARE = {"NodeName": "vm", "CPUs": "2", "Boards": "1", "SocketsPerBoard": "1",

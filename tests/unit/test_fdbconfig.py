@@ -1,4 +1,4 @@
-from iostack import fdbconfig
+from iostack.deployment import fdbconfig
 
 
 def test_schema_search_order(tmp_path):
@@ -27,7 +27,7 @@ def test_cli_creates_the_root_and_writes_the_config(tmp_path):
 
 
 def test_deploy_writes_the_deployments_config_in_process(tmp_path, monkeypatch, capsys):
-    from iostack import deploy
+    from iostack.deployment import deploy
 
     schema = tmp_path / "schema"
     schema.write_text("x")

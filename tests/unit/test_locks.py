@@ -1,7 +1,7 @@
 """A lock is stale when what it concretizes differs, not when Spack came another way."""
 import copy
 
-from iostack import locks
+from iostack.spack import locks
 
 LOCK = {
     "spack": {"type": "git", "commit": "2e907202bcc8209a6a62243aab50c179b524cc3b", "version": "1.1.0"},

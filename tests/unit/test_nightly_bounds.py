@@ -4,7 +4,8 @@ import importlib.util
 
 import pytest
 
-from iostack import nightly, paths
+from iostack.core import paths
+from iostack.regression import nightly
 
 
 def load_config(monkeypatch, tmp_path, offsite):

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from iostack import paths
+from iostack.core import paths
 
 PACKAGES = paths.REPO / "packages" / "spack_repo" / "iostack" / "packages"
 BUILTIN_NAMES_WE_EXTEND = {"ecbuild", "eccodes", "eckit", "ecmwf_atlas", "fckit", "fdb", "metkit"}
@@ -12,11 +12,11 @@ BUILTIN_NAMES_WE_EXTEND = {"ecbuild", "eccodes", "eckit", "ecmwf_atlas", "fckit"
 
 def builtin_names():
     """Names in the pinned builtin repo when it is here, else the ones we know we extend."""
-    from iostack import spack
+    from iostack.spack import runner
 
     try:
-        _, pkgs = spack.locate()
-    except spack.SpackMissing:
+        _, pkgs = runner.locate()
+    except runner.SpackMissing:
         return BUILTIN_NAMES_WE_EXTEND
     return {p.name for p in (pkgs / "repos/spack_repo/builtin/packages").iterdir()}
 

@@ -6,7 +6,9 @@ import math
 import pytest
 import yaml
 
-from iostack import baseline, paths, references
+from iostack.core import paths
+from iostack.core.errors import Failed
+from iostack.regression import baseline, references
 
 REFS = references.REFERENCES_DIR
 CHECKS = paths.REFRAME_DIR / "checks"
@@ -190,5 +192,5 @@ def test_record_baseline_ignores_cases_whose_sanity_failed_and_other_systems(ref
     sessions = [session("1", 1.7e9, 0.5, fail_phase="sanity"),
                 session("2", 1.7e9 + 5, 0.5, system="elsewhere")]
     assert baseline.record(sessions, "sys", refs_dir=refs_dir) == {}
-    with pytest.raises(SystemExit):
+    with pytest.raises(Failed, match="no stored session has performance values from system nowhere"):
         baseline.choose_sessions(sessions, "nowhere")

@@ -5,9 +5,10 @@ import importlib.util
 
 import pytest
 import yaml
-
-from iostack import paths, sites
 from spack_lock import Lock
+
+from iostack.core import paths
+from iostack.site import facts as site_facts
 
 
 def load_config(monkeypatch, tmp_path, offsite=False):
@@ -113,8 +114,8 @@ def test_systems_take_hosts_processors_partitions_and_scratch_from_the_facts(con
     """Every system a facts file lists is here; a partition on a node group of the facts has
     that group's processor, Slurm access and scratch."""
     by_name = systems(config)
-    for site in sites.names():
-        facts = sites.load(site)
+    for site in site_facts.names():
+        facts = site_facts.load(site)
         for name in facts.systems:
             system = by_name[name]
             if name == site:
@@ -164,7 +165,7 @@ def module_problems(env, site):
 
 def test_every_module_an_environment_loads_is_in_its_sites_lock(config):
     problems = [p for env in config["environments"] for system in env["target_systems"]
-                for p in module_problems(env, sites.site_of_system(system))]
+                for p in module_problems(env, site_facts.site_of_system(system))]
     assert problems == []
 
 

@@ -9,7 +9,9 @@ import time
 
 import pytest
 
-from iostack import filesystems, nightly, reframe, runlock
+from iostack.core import filesystems, runlock
+from iostack.core.errors import Failed, IostackError
+from iostack.regression import nightly, reframe
 
 
 def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, timed_out=False,
@@ -139,12 +141,12 @@ def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monk
     """[issue 12] a check file that fails to import is only a ReFrame warning."""
     calls = fake_reframe(tmp_path, monkeypatch, report_of(),
                          listed=nightly.MODES["nightly"].checks - {"StackSmokeCheck"})
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(IostackError) as e:
         nightly.run("local", "local", tmp_path)
-    assert e.value.code == 2 and calls == []
-    err = capsys.readouterr().err
+    assert e.value.exit_code == 2 and calls == []
+    err = str(e.value)
     assert "mode nightly must run StackSmokeCheck, which did not load" in err
-    assert "lib/iostack/nightly.py MODES" in err
+    assert "lib/iostack/regression/nightly.py MODES" in err
 
 
 @pytest.mark.parametrize(("system", "site", "expected"), [
@@ -156,20 +158,20 @@ def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monk
     monkeypatch.setattr(reframe, "list_checks", lambda *a, **k: reframe.Listing(
         1, set(), [], "failed to load configuration: could not find a configuration entry for "
                       f"the requested system: '{system}'"))
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(IostackError) as e:
         nightly.run(site, system, tmp_path)
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and expected in err
+    err = str(e.value)
+    assert e.value.exit_code == 2 and expected in err
     assert "defined in reframe-tests/config/iostack.py `systems` (cray-ex, local, " in err
 
 
 def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeypatch, capsys):
     calls = fake_reframe(tmp_path, monkeypatch, report_of())
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(IostackError) as e:
         nightly.run("local", "local", tmp_path, mode="nighlty")
-    assert e.value.code == 2 and calls == []
+    assert e.value.exit_code == 2 and calls == []
     assert ("unknown mode 'nighlty': modes are nightly, weekly, defined in "
-            "reframe-tests/config/iostack.py `modes`") in capsys.readouterr().err
+            "reframe-tests/config/iostack.py `modes`") in str(e.value)
 
 
 def test_the_run_gets_its_mode_s_deadline_and_the_lock(tmp_path, monkeypatch):
@@ -204,12 +206,12 @@ def test_a_second_run_waits_for_the_lock_then_names_its_holder(tmp_path, monkeyp
     monkeypatch.setattr(runlock, "POLL", 0.05)
     with runlock.hold(lock, time.monotonic() + 5):
         assert "since" in lock.read_text() and f"pid {os.getpid()}" in lock.read_text()
-        with pytest.raises(SystemExit) as e:
+        with pytest.raises(Failed) as e:
             with runlock.hold(lock, time.monotonic() + 0.3):
                 pass
-    assert e.value.code == 1
-    out, err = capsys.readouterr()
+    assert e.value.exit_code == 1
+    out = capsys.readouterr().out
     assert f"iostack: waiting for the run holding {lock}: pid {os.getpid()} on " in out
-    assert "and this run's time is up; nothing was run" in err
+    assert "and this run's time is up; nothing was run" in str(e.value)
     with runlock.hold(lock, time.monotonic() + 1):      # released: taken at once
         pass

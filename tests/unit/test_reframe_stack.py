@@ -2,7 +2,8 @@
 for every root of the local site and the modules the Lmod hierarchy needs."""
 import pytest
 
-from iostack import sites, stack
+from iostack.deployment import stack
+from iostack.site import facts
 from iostack_rfm import smoke
 
 
@@ -20,8 +21,8 @@ def test_local_roots_come_from_the_lock_with_a_version_query_each():
     assert roots["nvme-stage"].modules_to_load() == ["nvme-stage/1.1.0"]
     # what the smoke check's environment must offer: gcc builds run in a `+gnu` one
     assert {r.name: r.compiler for r in roots.values()} == {
-        "eccodes": "", "eckit": "gcc", "metkit": "gcc", "fdb": "gcc", "ior": "gcc",
-        "io500": "gcc", "netcdf-output-bench": "gcc", "nvme-stage": ""}
+        "eccodes": "", "eckit": "gcc", "metkit": "gcc", "fdb": "gcc", "multio": "gcc",
+        "ior": "gcc", "io500": "gcc", "netcdf-output-bench": "gcc", "nvme-stage": ""}
 
 
 def test_cray_builds_are_named_by_their_programming_environment():
@@ -29,18 +30,12 @@ def test_cray_builds_are_named_by_their_programming_environment():
     assert {("fdb", "cce"), ("fdb", "gnu"), ("ior", "gcc")} <= compilers
 
 
-@pytest.mark.parametrize("site", sites.spack_sites())
+@pytest.mark.parametrize("site", facts.spack_sites())
 def test_every_site_lock_parses_into_unique_keys(site):
     roots = stack.site_roots(site)
     assert roots, f"{site}: no roots in its spack.lock"
     keys = [r.key for r in roots]
     assert len(keys) == len(set(keys))
-
-
-def test_site_of_a_scheduler_variant_is_the_site():
-    assert stack.site_of_system("local-slurm") == "local"
-    assert stack.site_of_system("local") == "local"
-    assert stack.site_of_system("cray-ex") == "cray-ex"
 
 
 def spec(name, version, deps=(), external=None, build_system="cmake", craype=None):

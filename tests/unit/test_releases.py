@@ -1,6 +1,6 @@
 """Releases: ids, verdicts, atomic switch and rollback, what prune keeps, and deploy's rule
-that only a release whose regression passed becomes current (lib/iostack/releases.py,
-lib/iostack/deploy.py), on release trees made here; tests/spack/test_spack_releases.py
+that only a release whose regression passed becomes current (lib/iostack/deployment/releases.py,
+lib/iostack/deployment/deploy.py), on release trees made here; tests/spack/test_spack_releases.py
 does the same with real Spack builds."""
 import datetime
 import hashlib
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from iostack import deploy, releases
+from iostack.deployment import deploy, layout, releases
 
 
 def write_tree(path, modules=("fdb/5.10.8",)):
@@ -191,8 +191,8 @@ def test_session_extras_and_results_db_of_a_release(tmp_path):
     path = make_release(tmp_path, IDS[0])
     assert releases.session_extras(path) == [
         "--session-extras", f"release={IDS[0]},spack_lock_sha256={'ab' * 32}"]
-    assert releases.results_db(path) == tmp_path / "reframe" / "results.db"
-    assert releases.session_extras(tmp_path) == [] and releases.results_db(tmp_path) is None
+    assert layout.release_results_db(path) == tmp_path / "reframe" / "results.db"
+    assert releases.session_extras(tmp_path) == [] and layout.release_results_db(tmp_path) is None
     releases.switch(tmp_path, IDS[0])
     assert releases.tree_under_test(tmp_path) == path.resolve()
 
@@ -254,7 +254,7 @@ def test_deploy_records_a_build_failure(monkeypatch, fake_build):
 def iostack(*args):
     import subprocess
 
-    from iostack import paths
+    from iostack.core import paths
     return subprocess.run([str(paths.REPO / "bin" / "iostack"), *map(str, args)],
                           capture_output=True, text=True)
 
@@ -304,7 +304,7 @@ def test_deploy_records_a_regression_that_could_not_run(fake_build):
 
 
 def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeypatch):
-    from iostack import nightly
+    from iostack.regression import nightly
 
     path = make_release(tmp_path, IDS[0])
     held = []
@@ -322,8 +322,6 @@ def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeyp
 
 
 def test_a_release_results_db_is_its_deployments(tmp_path, monkeypatch):
-    from iostack import results
-
     monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
     path = make_release(tmp_path, IDS[0])
-    assert results.db_path(path) == results.db_path(tmp_path) == tmp_path / "reframe" / "results.db"
+    assert layout.results_db(path) == layout.results_db(tmp_path) == tmp_path / "reframe" / "results.db"

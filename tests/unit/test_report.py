@@ -2,7 +2,7 @@
 import re
 import struct
 
-from iostack import report, results
+from iostack.regression import report, results
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -2,9 +2,9 @@
 count, from the latest session that has them, instead of one chart over time per count."""
 import re
 
-from iostack import report
-
 from test_report import assert_real_picture, case
+
+from iostack.regression import report
 
 
 def scaling_session(uuid, t, ratios, with_netcdf=True):

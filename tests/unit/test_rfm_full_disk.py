@@ -26,7 +26,7 @@ def test_enospc_in_the_output_is_named_and_a_clean_output_is_not():
 
 
 def test_a_file_system_is_full_below_a_margin_and_named_by_its_mount(tmp_path):
-    from iostack import filesystems
+    from iostack.core import filesystems
 
     mount = filesystems.mount_of(tmp_path / "not" / "yet")    # its nearest existing parent
     assert str(tmp_path).startswith(mount.mountpoint)

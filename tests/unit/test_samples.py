@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from iostack import samples
+from iostack.regression import samples
 
 
 def sdist_archive(path: pathlib.Path, sdist: samples.Sdist) -> pathlib.Path:
@@ -46,7 +46,7 @@ def test_missing_sample_data_says_how_to_fetch_it(tmp_path, capsys):
     assert samples.main(["grib-set", "published-grib1", str(tmp_path / "o.grib"),
                          "--samples", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "python3 -m iostack.samples fetch" in err[0]
+    assert len(err) == 1 and "python3 -m iostack.regression.samples fetch" in err[0]
 
 
 def test_the_published_sets_cover_both_editions_ensembles_and_level_types():

@@ -10,14 +10,16 @@ import pytest
 import yaml
 from ansible.plugins.inventory import detect_range, expand_hostname_range
 
-from iostack import paths, sites
+from iostack import cli
+from iostack.core import paths
+from iostack.site import facts as site_facts
 
 
 @pytest.fixture(autouse=True)
 def _fresh_facts():
-    sites.load.cache_clear()
+    site_facts.load.cache_clear()
     yield
-    sites.load.cache_clear()
+    site_facts.load.cache_clear()
 
 
 # ---- what a site must have besides its facts ---------------------------------------------
@@ -38,7 +40,7 @@ INVENTORY_PARTS = {
 
 def what_is_missing(site: str) -> list[str]:
     """One line per part of the site that is missing, saying what to put there."""
-    facts = sites.load(site)
+    facts = site_facts.load(site)
     missing = []
     for part, what in SPACK_PARTS.items():
         if not (paths.SPACK_ENV_SITES / site / part).is_file():
@@ -47,34 +49,37 @@ def what_is_missing(site: str) -> list[str]:
         if not (paths.ANSIBLE_INVENTORIES / site / part).is_file():
             missing.append(f"{site}: no ansible/inventories/{site}/{part} ({what})")
     for system in facts.systems:
-        if system not in sites.reframe_systems():
+        if system not in site_facts.reframe_systems():
             missing.append(f"{site}: no ReFrame system {system!r} in reframe-tests/config/"
-                           f"iostack.py (build it from sites.load({site!r}))")
+                           f"iostack.py (build it from site_facts.load({site!r}))")
     return missing
 
 
-@pytest.mark.parametrize("site", sites.names())
+@pytest.mark.parametrize("site", site_facts.names())
 def test_every_site_has_its_spack_site_inventory_and_reframe_systems(site):
     assert what_is_missing(site) == []
 
 
 def test_every_tree_names_only_sites_with_facts():
-    facts = set(sites.names())
-    systems = {s for site in facts for s in sites.load(site).systems}
-    assert set(sites.spack_sites()) - facts == set()
+    facts = set(site_facts.names())
+    systems = {s for site in facts for s in site_facts.load(site).systems}
+    assert set(site_facts.spack_sites()) - facts == set()
     # an inventory per site, or per system of a site with nodes of its own (local-cluster)
-    assert set(sites.ansible_sites()) - facts - systems == set()
-    assert set(sites.reframe_systems()) - systems == set()
-    assert sites.site_of_system("local-slurm") == "local"
+    assert set(site_facts.ansible_sites()) - facts - systems == set()
+    assert set(site_facts.reframe_systems()) - systems == set()
+    assert [site_facts.site_of_system(s) for s in ("local", "local-slurm", "local-cluster",
+                                                   "cray-ex")] == ["local", "local", "local", "cray-ex"]
+    with pytest.raises(site_facts.FactsError, match="no sites/<site>.yaml lists ReFrame system 'nowhere'"):
+        site_facts.site_of_system("nowhere")
 
 
 def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp_path):
     """What a newcomer sees after writing sites/newsite.yaml and nothing else."""
-    shutil.copytree(sites.FACTS, tmp_path, dirs_exist_ok=True)
-    facts = yaml.safe_load((sites.FACTS / "oci-bm-optimized3.yaml").read_text())
+    shutil.copytree(site_facts.FACTS, tmp_path, dirs_exist_ok=True)
+    facts = yaml.safe_load((site_facts.FACTS / "oci-bm-optimized3.yaml").read_text())
     facts["name"] = "newsite"
     (tmp_path / "newsite.yaml").write_text(yaml.safe_dump(facts))
-    monkeypatch.setattr(sites, "FACTS", tmp_path)
+    monkeypatch.setattr(site_facts, "FACTS", tmp_path)
 
     missing = what_is_missing("newsite")
     named = "\n".join(missing)
@@ -86,13 +91,13 @@ def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp
 # ---- the facts files themselves ----------------------------------------------------------
 
 def test_the_three_sites_and_their_systems():
-    assert sites.names() == ["cray-ex", "local", "oci-bm-optimized3"]
-    assert sites.load("local").systems == ("local", "local-slurm", "local-cluster")
-    assert sites.load("cray-ex").systems == ("cray-ex",)
+    assert site_facts.names() == ["cray-ex", "local", "oci-bm-optimized3"]
+    assert site_facts.load("local").systems == ("local", "local-slurm", "local-cluster")
+    assert site_facts.load("cray-ex").systems == ("cray-ex",)
 
 
 def test_cray_ex_is_archer2_class_zen2():
-    cray = sites.load("cray-ex")
+    cray = site_facts.load("cray-ex")
     compute = cray.nodes["compute"]
     assert (cray.os, cray.libc, cray.target) == ("sles15", "glibc@2.31", "zen2")
     assert compute.cpu["model"] == "AMD EPYC 7742"
@@ -105,7 +110,7 @@ def test_cray_ex_is_archer2_class_zen2():
 
 
 def test_oci_has_one_group_per_nps_mode_on_node_local_nvme():
-    oci = sites.load("oci-bm-optimized3")
+    oci = site_facts.load("oci-bm-optimized3")
     nps = {g.nps: g for g in oci.nodes.values() if g.nps is not None}
     assert sorted(nps) == [1, 2]
     for mode, group in nps.items():
@@ -139,7 +144,7 @@ nodes:
 def test_a_multi_node_cluster_with_scratch_per_node_is_described(tmp_path):
     path = tmp_path / "local-cluster.yaml"
     path.write_text(LOCAL_CLUSTER)
-    cluster = sites.read(path)
+    cluster = site_facts.read(path)
     compute = cluster.nodes["compute"]
     scratches = [compute.scratch_of(h) for h in compute.hosts]
     assert scratches == [f"/var/lib/iostack-cluster/node{i}/scratch" for i in (1, 2, 3)]
@@ -159,7 +164,7 @@ def test_a_multi_node_cluster_with_scratch_per_node_is_described(tmp_path):
     ({"nodes.compute.hostnames": ["nid(\\d+"]}, "is not a regular expression"),
 ])
 def test_wrong_facts_are_one_line_naming_the_file_and_field(tmp_path, change, message):
-    data = yaml.safe_load((sites.FACTS / "cray-ex.yaml").read_text())
+    data = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
     for dotted, value in change.items():
         *parents, key = dotted.split(".")
         node = data
@@ -171,21 +176,19 @@ def test_wrong_facts_are_one_line_naming_the_file_and_field(tmp_path, change, me
             node[key] = value
     path = tmp_path / "cray-ex.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(sites.FactsError) as e:
-        sites.read(path)
+    with pytest.raises(site_facts.FactsError) as e:
+        site_facts.read(path)
     assert str(e.value).startswith(f"{path}: ") and message in str(e.value)
     assert "\n" not in str(e.value)
 
 
 def test_the_cli_refuses_a_site_whose_facts_are_wrong(monkeypatch, tmp_path, capsys):
     (tmp_path / "local.yaml").write_text("name: local\n")
-    monkeypatch.setattr(sites, "FACTS", tmp_path)
-    with pytest.raises(SystemExit) as e:
-        sites.check_site("local")
-    assert e.value.code == 2
+    monkeypatch.setattr(site_facts, "FACTS", tmp_path)
+    assert cli.main(["deploy", "--site", "local"]) == 2
     err = capsys.readouterr().err
     assert "local.yaml: top level: 'description' is a required property" in err
-    assert "Traceback" not in err and err.count("\n") == 1
+    assert err.startswith("iostack: error: ") and err.count("\n") == 1
 
 
 # ---- the Spack site against the facts ----------------------------------------------------
@@ -196,7 +199,7 @@ def _tokens(spec: str) -> set[str]:
 
 def spack_disagreements(site: str) -> list[str]:
     """Where spack-env/sites/<site>/packages.yaml says otherwise than the facts."""
-    facts = sites.load(site)
+    facts = site_facts.load(site)
     where = f"spack-env/sites/{site}/packages.yaml"
     packages = yaml.safe_load((paths.SPACK_ENV_SITES / site / "packages.yaml").read_text())["packages"]
     required = set().union(*(_tokens(r) for r in packages.get("all", {}).get("require", [])
@@ -226,15 +229,15 @@ def spack_disagreements(site: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("site", sites.names())
+@pytest.mark.parametrize("site", site_facts.names())
 def test_spack_site_agrees_with_the_facts(site):
     assert spack_disagreements(site) == []
 
 
 def test_a_new_sites_packages_yaml_is_checked_against_its_facts(monkeypatch, tmp_path):
-    facts = yaml.safe_load((sites.FACTS / "oci-bm-optimized3.yaml").read_text())
+    facts = yaml.safe_load((site_facts.FACTS / "oci-bm-optimized3.yaml").read_text())
     (tmp_path / "newsite.yaml").write_text(yaml.safe_dump({**facts, "name": "newsite"}))
-    monkeypatch.setattr(sites, "FACTS", tmp_path)
+    monkeypatch.setattr(site_facts, "FACTS", tmp_path)
     (tmp_path / "newsite").mkdir()
     (tmp_path / "newsite" / "packages.yaml").write_text(
         "packages:\n  all:\n    require: [target=icelake]\n")
@@ -300,7 +303,7 @@ def _inventory(site):
 
 def inventory_disagreements(site: str) -> list[str]:
     """Where ansible/inventories/<site> says otherwise than the facts."""
-    facts = sites.load(site)
+    facts = site_facts.load(site)
     where = f"ansible/inventories/{site}"
     groups, variables = _inventory(site)
     problems = []
@@ -350,7 +353,7 @@ def inventory_disagreements(site: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("site", sites.names())
+@pytest.mark.parametrize("site", site_facts.names())
 def test_inventory_agrees_with_the_facts(site):
     assert inventory_disagreements(site) == []
 

@@ -6,9 +6,9 @@ run on a lock broken in the one way it guards against, and must say so."""
 import copy
 
 import pytest
-
-from iostack import sites
 from spack_lock import Lock, described, label, target
+
+from iostack.site import facts as site_facts
 
 CRAYPE_OF = {"cce": "cce", "gcc": "gnu"}
 UCX_RDMA = ("verbs", "rc", "ud", "dc", "mlx5_dv", "rdmacm")
@@ -102,9 +102,9 @@ CHECKS = [os_and_target, one_compiler_per_spec, libc_and_runtimes, mpi_of_its_co
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-@pytest.mark.parametrize("site", sites.names())
+@pytest.mark.parametrize("site", site_facts.names())
 def test_every_spec_of_every_site_lock(site, check):
-    assert check(Lock.of(site), sites.load(site)) == []
+    assert check(Lock.of(site), site_facts.load(site)) == []
 
 
 def test_cluster_locks_carry_the_nodes_a_real_build_needs():
@@ -226,7 +226,7 @@ BREAKAGES = [
 def test_a_broken_cray_ex_lock_fails_its_check(check, breakage):
     lock = Lock(copy.deepcopy(Lock.of("cray-ex").data))
     named = breakage(lock)
-    problems = check(lock, sites.load("cray-ex"))
+    problems = check(lock, site_facts.load("cray-ex"))
     assert problems and any(named in p for p in problems), problems
 
 

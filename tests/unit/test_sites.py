@@ -2,19 +2,18 @@
 line. That each site is found under its name in every tree is tests/unit/test_site_facts.py."""
 import pytest
 
-from iostack import sites
+from iostack.site import facts
 
 EXPECTED_SITES = {"local", "cray-ex", "oci-bm-optimized3"}
 
 
 @pytest.mark.parametrize("site", sorted(EXPECTED_SITES))
 def test_the_three_sites_exist(site):
-    assert sites.check_site(site) == site
+    assert facts.check_site(site) == site
 
 
-def test_unknown_site_is_a_clear_error(capsys):
-    with pytest.raises(SystemExit) as e:
-        sites.check_site("nowhere")
-    assert e.value.code == 2
-    err = capsys.readouterr().err
-    assert "unknown site 'nowhere'" in err and "local" in err
+def test_unknown_site_is_a_clear_error():
+    with pytest.raises(facts.FactsError) as e:
+        facts.check_site("nowhere")
+    assert e.value.exit_code == 2
+    assert "unknown site 'nowhere'" in str(e.value) and "local" in str(e.value)

@@ -8,6 +8,9 @@ import re
 
 import pytest
 
+from iostack.core.errors import IostackError
+from iostack.offline import setup
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TOOLCHAINS = REPO / "toolchains"
 PRESEED = TOOLCHAINS / "preseed"
@@ -107,41 +110,31 @@ def test_readme_site_table_names_existing_files():
 
 # ---- set-up installs the aarch64 target's libraries (multiarch) ----------------------
 
-def _setup_module():
-    import sys
-    sys.path.insert(0, str(REPO / "lib"))
-    from iostack import setup
-    return setup
-
-
 def test_apt_list_names_the_arm64_target_libraries():
-    setup = _setup_module()
-    pkgs = setup.apt_packages()
+    pkgs = setup.apt_packages("bookworm", ("nightly",))
     assert {"libc6-dev:arm64", "libeccodes0:arm64", "qemu-user", "g++-aarch64-linux-gnu"} <= set(pkgs)
     assert setup.foreign_architectures(pkgs) == ["arm64"]
 
 
 def test_setup_adds_the_architecture_before_apt_update(monkeypatch, capsys):
     import os
-    setup = _setup_module()
     monkeypatch.setattr(setup, "missing_apt_packages", lambda pkgs: ["cmake", "libeccodes0:arm64"])
     ran = []
     monkeypatch.setattr(setup, "run", lambda cmd, **k: ran.append([str(c) for c in cmd]))
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     setup.system_packages(skip_apt=False)
     assert ran[0] == ["dpkg", "--add-architecture", "arm64"]
-    assert ran[1][:2] == ["apt-get", "update"]
+    assert ran[1][0] == "apt-get" and "update" in ran[1]
     assert ran[2][-2:] == ["cmake", "libeccodes0:arm64"]
     # without root, the printed line says the same, in that order
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(SystemExit):
+    with pytest.raises(IostackError):
         setup.system_packages(skip_apt=False)
     assert "dpkg --add-architecture arm64 && apt-get update && apt-get install" in capsys.readouterr().err
 
 
 def test_installed_check_tells_architectures_apart(monkeypatch):
     import subprocess
-    setup = _setup_module()
     # dpkg-query's own format: a package dpkg knows but never installed has no architecture
     listing = ("libc6-dev\tamd64\tinstalled\nlibc6-dev\tarm64\tinstalled\nlibeccodes0\tarm64\tinstalled\n"
                "ecbuild\tall\tinstalled\nlibeccodes-dev\tamd64\tnot-installed\n"

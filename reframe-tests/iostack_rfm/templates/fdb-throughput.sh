@@ -74,7 +74,7 @@ raw() {
 fdb() {
     local prefix=$1 n=$2 steps=$3 trace=$4 pids=() w args
     rm -rf "$io/fdb-root"
-    python3 -m iostack.fdbconfig --root "$io/fdb-root" --out fdb-config.yaml > /dev/null
+    python3 -m iostack.deployment.fdbconfig --root "$io/fdb-root" --out fdb-config.yaml > /dev/null
     for ((w = 0; w < n; w++)); do
         args=("${writer[@]//%W/$w}")
         args=("${args[@]//%N/$n}")

@@ -1,0 +1,87 @@
+"""Where things live: the repository root is computed here and nowhere else. Environment
+variables override every default.
+
+The repository (sites/, spack-env/, packages/, modulefiles/, reframe-tests/, pins.json) is
+the checkout this package is in: bin/iostack's, or the one installed in editable mode
+(`pip install -e`, as set-up does). A copy installed elsewhere (`pip install .`) reads the
+repository named by IOSTACK_REPO, and says so when there is none (`require_repo`)."""
+from __future__ import annotations
+
+import os
+import pathlib
+
+from iostack.core.errors import IostackError
+
+#: what a directory must hold to be the repository
+MARKERS = ("pins.json", "sites", "spack-env")
+
+
+def _is_repo(path: pathlib.Path) -> bool:
+    return all((path / m).exists() for m in MARKERS)
+
+
+def _repo() -> pathlib.Path:
+    """The checkout this package is in, else IOSTACK_REPO (unchecked here: see require_repo)."""
+    own = pathlib.Path(__file__).resolve().parents[3]
+    if _is_repo(own) or not os.environ.get("IOSTACK_REPO"):
+        return own
+    return pathlib.Path(os.environ["IOSTACK_REPO"]).resolve()
+
+
+REPO = _repo()
+
+
+def require_repo() -> pathlib.Path:
+    """REPO, if it is the repository; else an error saying how to name it."""
+    if _is_repo(REPO):
+        return REPO
+    if os.environ.get("IOSTACK_REPO"):
+        raise IostackError(f"IOSTACK_REPO={os.environ['IOSTACK_REPO']} is not an iostack "
+                           f"repository (it has no {', '.join(MARKERS)})")
+    raise IostackError(f"iostack is installed at {pathlib.Path(__file__).resolve().parents[1]}, "
+                       "outside a checkout of its repository: set IOSTACK_REPO to the "
+                       f"repository's directory (the one with {', '.join(MARKERS)})")
+
+
+LIB = REPO / "lib"
+SPACK_ENV_SITES = REPO / "spack-env" / "sites"
+ANSIBLE_INVENTORIES = REPO / "ansible" / "inventories"
+REFRAME_DIR = REPO / "reframe-tests"
+REFRAME_CONFIG = REFRAME_DIR / "config" / "iostack.py"
+META_MODULES = REPO / "modulefiles"
+#: programs of ours the ReFrame checks build: the benchmarks (src/) and the checks' helpers
+SRC = REPO / "src"
+RFM_SRC = REFRAME_DIR / "src"
+
+
+def references_dir() -> pathlib.Path:
+    """The checks' performance references; IOSTACK_RFM_REFERENCES moves them (a site keeping
+    its baselines elsewhere, the tests)."""
+    return pathlib.Path(os.environ.get("IOSTACK_RFM_REFERENCES") or REFRAME_DIR / "references")
+
+
+def job_pythonpath() -> str:
+    """PYTHONPATH of a job that runs the job-side tools (`python3 -m iostack.deployment.fdbconfig`,
+    `python3 -m iostack_rfm.gribcompare`, ...): stdlib only, so any python3 runs them."""
+    return f"{LIB}:{REFRAME_DIR}"
+
+
+def venv() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("IOSTACK_VENV", REPO / ".venv"))
+
+
+def cache() -> pathlib.Path:
+    """Spack and spack-packages clones made by set-up, shared by every checkout of the repo."""
+    if os.environ.get("IOSTACK_CACHE"):
+        return pathlib.Path(os.environ["IOSTACK_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return pathlib.Path(base) / "iostack"
+
+
+def deploy_root(site: str, root: str | None = None) -> pathlib.Path:
+    """A site's deployment: opt/ (Spack installs), modulefiles/ (Lmod), reframe/ (reports)."""
+    if root:
+        return pathlib.Path(root).resolve()
+    if os.environ.get("IOSTACK_ROOT"):
+        return pathlib.Path(os.environ["IOSTACK_ROOT"]).resolve()
+    return REPO / "deploy" / site

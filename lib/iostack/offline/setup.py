@@ -1,0 +1,296 @@
+"""`iostack setup`: system packages, the pinned Python tools, and the pinned Spack.
+
+Every way set-up can fail ends in one line and a non-zero exit, naming the cause an admin
+can act on (no root, apt locked or out of disk, a package registry that cannot be reached
+or trusted, an OS it does not know, a damaged bundle), and set-up changes nothing before it
+has checked what it was given."""
+import os
+import pathlib
+import re
+import shutil
+import sys
+
+from iostack.core import paths, pins
+from iostack.core.process import CommandFailed, capture, run
+from iostack.offline import bundle
+from iostack.site.packages import (OS_RELEASE, PURPOSES, SYSTEM_PACKAGES,  # noqa: F401
+                                   SetupRefused, apt_packages, debian_release, known_releases,
+                                   missing_apt_packages, os_release)
+from iostack.site.packages import table as _table  # noqa: F401
+from iostack.spack import runner
+
+REQUIREMENTS = {"deploy": paths.REPO / "requirements.txt",
+                "tests": paths.REPO / "requirements-tests.txt"}
+
+
+
+# --- multiarch (toolchains/: the aarch64 target's libraries, `name:arm64` lines) --------
+def foreign_architectures(pkgs):
+    """Architectures of `name:arch` entries, which dpkg must know before apt-get update."""
+    return sorted({p.split(":", 1)[1] for p in pkgs if ":" in p})
+
+
+def _lock_held(m):
+    holder = f" ({m['holder']}, pid {m['pid']})" if m["pid"] else ""
+    return (f"{m['lock']} is held by another process{holder}: wait for it to finish (apt, "
+            "unattended-upgrades), then run set-up again")
+
+
+def _no_space(m):
+    where = f" in {m['where']}" if m["where"] else ""
+    return f"no space left on device{where}: free some and run set-up again"
+
+
+#: causes, in the words of apt, pip and the kernel, and what the admin is told
+_CAUSES = [
+    (re.compile(r"Could not get lock (?P<lock>\S+?)\.?(?: It is held by process "
+                r"(?P<pid>\d+) \((?P<holder>[^)]*)\))?$", re.M), _lock_held),
+    # after DPkg::Lock::Timeout, apt names the holder on stdout only
+    (re.compile(r"Unable to acquire the dpkg frontend lock \((?P<lock>[^)]+)\)(?P<pid>)(?P<holder>)"),
+     _lock_held),
+    (re.compile(r"You don't have enough free space in (?P<where>\S+?)\.?$|"
+                r"No space left on device(?P<none>)", re.M),
+     lambda m: _no_space({"where": m["where"]})),
+    (re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|"
+                r"Certificate verification failed"),
+     lambda m: "the package registry's TLS certificate is not trusted: install the site's CA "
+               "(/usr/local/share/ca-certificates/, update-ca-certificates; pip reads "
+               "/etc/pip.conf `cert`), or set up from an offline bundle (--spack-bundle DIR)"),
+    (re.compile(r"Temporary failure (?:in name )?resolving|Temporary failure in name resolution|"
+                r"Network is unreachable|NewConnectionError|Could not resolve|"
+                r"Failed to establish a new connection|Connection refused|"
+                r"No matching distribution found|Unable to locate package"),
+     lambda m: "the package registry cannot be reached (no network?): set up where it can be, "
+               "or from an offline bundle made by `bin/iostack bundle` (--spack-bundle DIR)"),
+]
+
+
+def explain(step: str, stderr: str) -> str:
+    """One line for a failed step: the cause when the tool's words name one, else its last
+    error line."""
+    for pattern, meaning in _CAUSES:
+        m = pattern.search(stderr)
+        if m:
+            return f"{step} failed: {meaning(m)}"
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith(("E:", "ERROR:", "error:", "Error:"))]
+    last = (errors or lines or ["no error message"])[-1]
+    return f"{step} failed: {last}"
+
+
+def checked(step: str, cmd, **kwargs):
+    """run(), with a failure turned into SetupRefused naming its cause."""
+    try:
+        return run(cmd, capture_stderr=True, **kwargs)
+    except CommandFailed as e:
+        raise SetupRefused(explain(step, e.stderr)) from None
+
+
+def system_packages(skip_apt: bool, purposes=("deploy",), os_release_file: pathlib.Path = OS_RELEASE):
+    if skip_apt and not shutil.which("dpkg-query"):
+        print("iostack: --skip-apt: the system packages are not checked")
+        return
+    if not shutil.which("dpkg-query"):
+        raise SetupRefused(
+            f"this set-up knows Debian (apt); install the equivalents of {SYSTEM_PACKAGES.name} "
+            "with this system's tools, then run set-up with --skip-apt")
+    try:
+        release = debian_release(os_release(os_release_file))
+    except SetupRefused:
+        if skip_apt:
+            print("iostack: --skip-apt on an OS set-up does not know: the system packages are "
+                  "not checked")
+            return
+        raise
+    pkgs = apt_packages(release, purposes)
+    missing = missing_apt_packages(pkgs)
+    if not missing:
+        print(f"iostack: all {len(pkgs)} system packages ({', '.join(purposes)}) are installed")
+        return
+    apt_line = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
+    add_arch = [["dpkg", "--add-architecture", a] for a in foreign_architectures(missing)]
+    if skip_apt or os.geteuid() != 0:
+        first = "".join(f"{' '.join(c)} && " for c in add_arch)
+        print("iostack: these system packages are missing; as root, run:\n"
+              f"  {first}apt-get update && {' '.join(apt_line)}", file=sys.stderr)
+        raise SetupRefused(f"{len(missing)} system packages missing (set-up needs root for apt)")
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    # apt waits this long for another apt or unattended-upgrades before giving up
+    wait = ["-o", f"DPkg::Lock::Timeout={int(os.environ.get('IOSTACK_APT_LOCK_TIMEOUT', '120'))}"]
+    for cmd in add_arch:
+        checked("dpkg --add-architecture", cmd)
+    # --error-on=any: a source that failed to download fails the update (apt-get update
+    # exits 0 on it by default, and the install then cannot find the packages)
+    checked("apt-get update", ["apt-get", *wait, "update", "-q", "--error-on=any"], env_extra=env)
+    checked("apt-get install", [apt_line[0], *wait, *apt_line[1:]], env_extra=env)
+
+
+def system_python():
+    """The distribution's python3 (not a pyenv or conda one), which must be 3.11 or newer."""
+    for candidate in ("/usr/bin/python3", shutil.which("python3")):
+        if not candidate or not os.path.exists(candidate):
+            continue
+        out = capture([candidate, "-c", "import sys; print(sys.version_info >= (3, 11))"]).stdout.strip()
+        if out == "True":
+            return candidate
+    raise SetupRefused("Python 3.11 or newer is needed (ansible-core 2.19), as /usr/bin/python3")
+
+
+def python_tools(purposes=("deploy",), wheels: pathlib.Path | None = None):
+    """The venv with the requirements of `purposes`; from a bundle's wheelhouse when given
+    (no index)."""
+    venv = paths.venv()
+    python = venv / "bin" / "python"
+    if not python.exists():
+        base = system_python()
+        # system site-packages: the libvirt and apt bindings come from apt
+        # (python3-libvirt, python3-apt), built for the distribution's python3
+        try:
+            checked("creating the venv", [base, "-m", "venv", "--system-site-packages", venv])
+        except SetupRefused:
+            shutil.rmtree(venv, ignore_errors=True)  # a half-made venv would be taken as made
+            raise
+    requirements = [REQUIREMENTS["tests" if "tests" in purposes else "deploy"]]
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if wheels:
+        checked("pip install (from the bundle's wheels)",
+                [*pip, "--no-index", "--find-links", wheels, *_r(requirements)])
+    else:
+        checked(f"pip install -r {requirements[0].name}", [*pip, *_r(requirements)])
+    # iostack and iostack_rfm (pyproject.toml), as this checkout: editable, built with the
+    # setuptools just installed, their dependencies pinned above
+    checked("pip install -e . (iostack itself)",
+            [*pip, "--no-deps", "--no-build-isolation", "-e", paths.REPO])
+    go = shutil.which("go")
+    if "tests" not in purposes or (venv / "bin" / "actionlint").exists():
+        return
+    if go:
+        try:
+            run([go, "install", pins.ACTIONLINT_MODULE], env_extra={"GOBIN": venv / "bin"})
+        except CommandFailed as e:
+            print(f"iostack: note: actionlint not installed ({e}); its lint test will skip")
+    else:
+        print("iostack: note: no Go toolchain, so no actionlint; its lint test will skip")
+
+
+def _r(requirements):
+    return [arg for f in requirements for arg in ("-r", f)]
+
+
+def _clone(pin: dict, dest: pathlib.Path):
+    if dest.exists():
+        commit = bundle.installed_commit(dest)
+        if commit == pin["commit"]:
+            print(f"iostack: {dest} is at {pin['tag']} ({commit[:12]})")
+            return
+        raise SetupRefused(f"{dest} is at {(commit or 'an unknown commit')[:12]}, not at the "
+                           f"pinned {pin['tag']} ({pin['commit'][:12]}); remove it and run "
+                           "set-up again")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        checked(f"cloning {pin['url']}",
+                ["git", "-c", "advice.detachedHead=false", "clone", "-q", "--depth", "1",
+                 "--branch", pin["tag"], pin["url"], partial],
+                env_extra={"GIT_TERMINAL_PROMPT": "0"})
+    except SetupRefused as e:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise SetupRefused(f"{e}; without network, set up from an offline bundle "
+                           "(--spack-bundle DIR)") from None
+    head = bundle.installed_commit(partial)
+    if head != pin["commit"]:
+        shutil.rmtree(partial)
+        raise SetupRefused(f"{pin['url']} tag {pin['tag']} is {(head or 'unknown')[:12]}, not "
+                           f"the pinned {pin['commit'][:12]}")
+    partial.rename(dest)
+
+
+def spack_from_bundle(source: pathlib.Path):
+    """Verify an offline bundle, unpack its Spack and spack-packages, register its mirrors."""
+    cache = paths.cache()
+    try:
+        bundle.unpack(source / pins.SPACK["archive"], cache / "spack", pins.SPACK)
+        bundle.unpack(source / pins.SPACK_PACKAGES["archive"], cache / "spack-packages",
+                      pins.SPACK_PACKAGES)
+        bundle.keep_archives(source, cache)
+        bundle.register(source, cache)
+    except bundle.BundleError as e:
+        raise SetupRefused(str(e)) from None
+    if (source / "buildcache").is_dir():
+        try:
+            runner.trust_buildcache_keys(cache / "mirrors" / "buildcache")
+        except CommandFailed as e:
+            raise SetupRefused(f"could not trust the bundle's build cache keys: {e}") from None
+    complete_source_mirror(cache / "mirrors" / "source")
+
+
+def complete_source_mirror(mirror: pathlib.Path, site: str = "local"):
+    """A bundle's mirror may lack sources that a recipe takes from a package registry
+    (metkit's configuration files come from PyPI): add what the default site's lock needs,
+    while the registries set-up uses are reachable. Sources already there are kept."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="iostack-setup-") as tmp:
+        proc = runner.spack(["mirror", "create", "--directory", mirror, "--all"],
+                           pathlib.Path(tmp), site=site, check=False, capture_stderr=True)
+    if proc.returncode != 0:
+        print(f"iostack: note: the offline mirror lacks sources of site {site} that could not "
+              f"be fetched here ({runner.error_line(proc.stderr)}); `deploy --site {site}` "
+              "will need them")
+
+
+def spack_checkout(source_bundle: pathlib.Path | None):
+    if source_bundle:
+        spack_from_bundle(source_bundle)
+    elif os.environ.get("SPACK_ROOT"):
+        print(f"iostack: using SPACK_ROOT={os.environ['SPACK_ROOT']}")
+    else:
+        cache = paths.cache()
+        _clone(pins.SPACK, cache / "spack")
+        if not os.environ.get("IOSTACK_SPACK_PACKAGES"):
+            _clone(pins.SPACK_PACKAGES, cache / "spack-packages")
+    try:
+        root, pkgs = runner.locate()
+        ver = runner.version(root)
+    except runner.SpackMissing as e:
+        raise SetupRefused(str(e)) from None
+    if ver < pins.SPACK_MIN_VERSION:
+        raise SetupRefused(f"Spack at {root} is {ver[0]}.{ver[1]}; iostack needs >= "
+                           f"{'.'.join(map(str, pins.SPACK_MIN_VERSION))}")
+    print(f"iostack: Spack {ver[0]}.{ver[1]} at {root}, builtin repo at {pkgs}")
+
+
+def bundle_given(args) -> pathlib.Path | None:
+    """The offline bundle named by --spack-bundle or IOSTACK_SPACK_BUNDLE, verified: a
+    damaged bundle is refused before anything on the node changes."""
+    given = getattr(args, "spack_bundle", None) or os.environ.get("IOSTACK_SPACK_BUNDLE")
+    if not given:
+        return None
+    source = pathlib.Path(given).resolve()
+    if not source.is_dir():
+        raise SetupRefused(f"offline bundle {source} is not a directory")
+    try:
+        bundle.verify(source)
+    except bundle.BundleError as e:
+        raise SetupRefused(str(e)) from None
+    print(f"iostack: {source}: every file matches its {bundle.SUMS}")
+    return source
+
+
+def main(args):
+    purposes = ("deploy", *args.with_)
+    source_bundle = bundle_given(args)
+    system_packages(args.skip_apt, purposes)
+    wheels = source_bundle / "wheels" if source_bundle and (source_bundle / "wheels").is_dir() else None
+    python_tools(purposes, wheels)
+    spack_checkout(source_bundle)
+    print("iostack: set-up done. Test with: bin/iostack test")
+    return 0
+
+
+def for_tests(skip_apt: bool = False):
+    """What `bin/iostack test` needs beyond set-up: every purpose's system packages and the
+    test suite's Python tools."""
+    system_packages(skip_apt, PURPOSES)
+    python_tools(PURPOSES)

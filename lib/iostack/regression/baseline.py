@@ -1,0 +1,135 @@
+"""bin/iostack record-baseline: write a system's stored performance values into the checks'
+references (reframe-tests/references/<check module>.yaml), each with its provenance.
+
+    bin/iostack nightly --site cray-ex                      # fails: no baseline yet
+    bin/iostack record-baseline --site cray-ex              # from the latest stored session
+    git diff reframe-tests/references/ && git commit ...    # review, then commit
+
+Values come from the latest session in the results DB that ran on the system (or
+--session UUID; or the median over the last --sessions N), taking each test case's last
+attempt whose sanity passed (a case failing only its performance check, as one without a
+baseline does, counts). Thresholds come from the file's `thresholds` section;
+--lower/--upper override them for the gated variables.
+"""
+from __future__ import annotations
+
+import datetime
+import pathlib
+import statistics
+
+from iostack.core.errors import Failed
+from iostack.regression import references, results
+
+
+def _usable(tc: dict) -> bool:
+    return bool(tc.get("perfvalues")) and (
+        tc.get("result") == "pass" or tc.get("fail_phase") == "performance")
+
+
+def choose_sessions(sessions: list[dict], system: str, uuid: str | None = None,
+                    count: int = 1) -> list[dict]:
+    """The session `uuid`, or the last `count` sessions with values from `system`."""
+    if uuid:
+        for s in sessions:
+            if s["session_info"].get("uuid") == uuid:
+                return [s]
+        raise Failed(f"no stored session {uuid}")
+    chosen = [s for s in sessions
+              if any(tc["system"] == system and _usable(tc)
+                     for tc in results.last_attempts(s).values())]
+    if not chosen:
+        raise Failed(f"no stored session has performance values from system {system}: "
+                     f"run `bin/iostack nightly --system {system}` first")
+    return chosen[-count:]
+
+
+def _utc(unix) -> str:
+    if not unix:
+        return "unknown"
+    return datetime.datetime.fromtimestamp(unix, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+
+
+def provenance(sessions: list[dict]) -> dict:
+    """Where recorded values come from: the (last) session's time, commit, stack, host."""
+    infos = [s["session_info"] for s in sessions]
+    last = infos[-1]
+    prov = {
+        "recorded": _utc(last.get("time_end_unix") or last.get("time_start_unix")),
+        "commit": last.get("commit", "unknown"),
+        "spack_lock_sha256": last.get("spack_lock_sha256", "unknown"),
+        "session": last.get("uuid", "unknown"),
+        "host": last.get("hostname", "unknown"),
+    }
+    if len(infos) > 1:
+        prov["median_of_sessions"] = [i.get("uuid", "unknown") for i in infos]
+        prov["since"] = _utc(infos[0].get("time_start_unix"))
+        commits = sorted({i.get("commit", "unknown") for i in infos})
+        locks = sorted({i.get("spack_lock_sha256", "unknown") for i in infos})
+        if len(commits) > 1:
+            prov["commits"] = commits
+        if len(locks) > 1:
+            prov["spack_lock_sha256s"] = locks
+    return prov
+
+
+def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path | None = None,
+           lower: float | None = None, upper: float | None = None) -> dict[pathlib.Path, int]:
+    """Write the sessions' values for `system` (the median where several sessions have
+    one) into the references files; returns {file: number of values written}."""
+    refs_dir = refs_dir or references.REFERENCES_DIR
+    prov = provenance(sessions)
+    # (file, check, partition, variant, var) -> values, unit
+    values: dict[tuple, list] = {}
+    units: dict[tuple, str] = {}
+    without_file = set()
+    for session in sessions:
+        for tc in results.last_attempts(session).values():
+            check = results.check_of(tc)
+            if tc["system"] != system or (checks and check not in checks) or not _usable(tc):
+                continue
+            path = refs_dir / references.references_file(tc["filename"]).name
+            if not path.is_file():
+                if check not in without_file:
+                    print(f"iostack: {check}: no {path}, its check keeps no references; skipped")
+                    without_file.add(check)
+                continue
+            variant = tc.get("reference_variant") or references.ANY_VARIANT
+            partition = f"{tc['system']}:{tc['partition']}"
+            for var, pv in results.perf_values(tc).items():
+                if isinstance(pv.value, (int, float)):
+                    k = (path, check, partition, variant, var)
+                    values.setdefault(k, []).append(float(pv.value))
+                    units[k] = pv.unit
+    files: dict[pathlib.Path, dict] = {}
+    written: dict[pathlib.Path, int] = {}
+    for (path, check, partition, variant, var), vals in sorted(values.items()):
+        data = files.setdefault(path, references.load(path))
+        section = data.setdefault(check, {})
+        gated = var in references.gated_variables(section)
+        references.record(section, partition, variant, var, statistics.median(vals),
+                          units[(path, check, partition, variant, var)], prov,
+                          lower=-abs(lower) if lower is not None and gated else None,
+                          upper=abs(upper) if upper is not None and gated else None)
+        written[path] = written.get(path, 0) + 1
+    for path, data in files.items():
+        errors = references.validate(data)
+        if errors:
+            raise Failed(f"{path}: refusing to write invalid references:\n  " + "\n  ".join(errors))
+        references.dump(path, data)
+    return written
+
+
+def main(site: str, system: str, root: pathlib.Path, checks=(), session_uuid=None,
+         refs_dir=None, lower=None, upper=None, count: int = 1) -> int:
+    sessions = choose_sessions(results.stored_sessions(system, root), system, session_uuid,
+                               count)
+    uuids = ", ".join(s["session_info"].get("uuid", "?") for s in sessions)
+    written = record(sessions, system, checks, refs_dir, lower, upper)
+    if not written:
+        raise Failed(f"session(s) {uuids} have no values to record for system {system}"
+                     f"{' and checks ' + ', '.join(checks) if checks else ''}")
+    for path, n in sorted(written.items()):
+        print(f"iostack: {path}: {n} value(s) recorded from session(s) {uuids} ({system})")
+    print("iostack: review with `git diff reframe-tests/references/` and commit")
+    return 0

@@ -1,0 +1,218 @@
+"""bin/iostack nightly: a site's ReFrame regression, stored with the stack it ran on, whose
+verdict is true.
+
+Every session gets, through ReFrame's `--session-extras`, the repository commit and the
+sha256 of the site's spack.lock, so each stored result names the exact stack; `report` and
+`record-baseline` read them back from the results DB.
+
+A run passes only when ReFrame passed and its record is kept. Before it starts: the mode
+is one of MODES, the root is writable and not full, no other run holds the root
+(iostack.core.runlock: a second run waits), ReFrame knows the system, and every check the mode
+must run loaded (ReFrame only warns about a check file that fails to import). After it:
+the run's own report (`--report-file`, never the newest in the directory) has test cases
+(ReFrame reports PASSED when none was selected, ReFrame issue #3599, and 4.10 has no
+option against it) and ReFrame stored its session; else the report is kept for
+`bin/iostack store-report`. The whole run, waiting included, ends within its mode's
+wall-clock bound.
+
+Exit codes: ReFrame's (1: a test failed), 2 a refused start, RC_NO_TESTS, RC_NOT_STORED,
+RC_TIME_UP.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+import pathlib
+import time
+from typing import NamedTuple
+
+from iostack.core import filesystems, paths, provenance, runlock
+from iostack.core.errors import IostackError
+from iostack.deployment import layout, roots, stack
+from iostack.regression import references, reframe, results
+from iostack.site import facts, packages
+
+RC_NO_TESTS = 3
+RC_NOT_STORED = 4
+RC_TIME_UP = 5
+
+
+class Mode(NamedTuple):
+    #: the whole run's bound, waiting for another run included
+    wall_clock_seconds: int
+    #: check classes the mode must load (selected by the mode's tags on some partition)
+    checks: frozenset[str]
+
+
+_NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
+                      "FdbThroughputCheck", "FdbWriterScalingCheck", "IO500Check",
+                      "IorLayoutCheck", "MdtestScalingCheck", "MotorBikeStagingCheck",
+                      "MultioFdbBitIdentityCheck", "MultioHammerThroughputCheck",
+                      "NetcdfOutputCheck", "NodeHardwareCheck", "OpenFOAMPitzDailyCheck",
+                      "OpenIFSOutputCheck", "OpenifsCheck", "PitzDailyInterNodeCheck",
+                      "StackSmokeCheck"})
+#: The ReFrame modes of reframe-tests/config/iostack.py (same names; a test keeps the two
+#: and the checks that exist in step): what each must load, and its wall-clock bound.
+MODES = {
+    "nightly": Mode(4 * 3600, _NIGHTLY),
+    "weekly": Mode(24 * 3600, _NIGHTLY | {"HpcMotorbikeInterNodeCheck",
+                                          "HpcMotorbikeIntraNodeCheck",
+                                          "HpcMotorbikeStorageCheck",
+                                          "NetcdfOutputScalingCheck"}),
+}
+WHERE_MODES = ("reframe-tests/config/iostack.py `modes` (their checks and bounds: "
+               "lib/iostack/regression/nightly.py MODES)")
+
+
+def spack_lock_sha256(site: str) -> str:
+    lock = stack.lock_path(site)
+    return hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else "none"
+
+
+def session_extras(site: str) -> dict[str, str]:
+    return {"site": site, "commit": provenance.git_commit(), "spack_lock_sha256": spack_lock_sha256(site)}
+
+
+def mode_of(name: str) -> Mode:
+    if name not in MODES:
+        raise IostackError(f"unknown mode {name!r}: modes are {', '.join(MODES)}, defined in "
+                           f"{WHERE_MODES}")
+    return MODES[name]
+
+
+def _duration(seconds: float) -> str:
+    return str(datetime.timedelta(seconds=round(seconds)))
+
+
+def _no_baseline_hints(report: dict, site: str) -> list[str]:
+    """One line per failed case whose reference is the no-baseline placeholder."""
+    hints = []
+    for tc in results.last_attempts(report).values():
+        if tc.get("result") != "fail" or tc.get("fail_phase") != "performance":
+            continue
+        if any(references.is_no_baseline(pv.ref) for pv in results.perf_values(tc).values()):
+            hints.append(f"  {tc['name']} @{tc['system']}:{tc['partition']}: "
+                         f"bin/iostack record-baseline --site {site} --system "
+                         f"{tc['system']} --check {results.check_of(tc)}")
+    return sorted(set(hints))
+
+
+def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
+    """ReFrame knows the system and the mode, and every check the mode must run loads."""
+    listing = reframe.list_checks(system, root, mode)
+    config = paths.REFRAME_CONFIG.relative_to(paths.REPO)
+    if "requested system" in listing.error:
+        known = ", ".join(facts.reframe_systems())
+        whose = f"site {site} has no ReFrame system {system!r}" if system == site else \
+            f"ReFrame system {system!r} is not defined"
+        raise IostackError(f"{whose}: systems are defined in {config} `systems` ({known}); "
+                           "nothing was run")
+    if "invalid mode" in listing.error:
+        raise IostackError(f"mode {mode!r} is not defined in {config} `modes`, though "
+                           "lib/iostack/regression/nightly.py MODES has it; nothing was run")
+    if listing.rc != 0 or listing.error:
+        raise IostackError("ReFrame refused to start: "
+                           f"{listing.error or f'exit code {listing.rc}'}; nothing was run")
+    missing = sorted(MODES[mode].checks - listing.checks)
+    if missing:
+        why = "; ".join(listing.skipped) or "no test of theirs has the mode's tags"
+        raise IostackError(f"mode {mode} must run {', '.join(missing)}, which did not load "
+                           f"({why}); the checks each mode must run are listed in "
+                           "lib/iostack/regression/nightly.py MODES; nothing was run")
+
+
+def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, system: str,
+            root: pathlib.Path, mode: str, extra) -> int:
+    """The run's exit code, with one line saying what is wrong when it is not ReFrame's."""
+    state = root / "reframe"
+    if outcome.timed_out:
+        print(f"iostack: error: mode {mode} ran out of its wall-clock bound "
+              f"({_duration(MODES[mode].wall_clock_seconds)}, lib/iostack/regression/nightly.py MODES): "
+              "ReFrame was interrupted and its jobs cancelled; the session is not stored")
+        return RC_TIME_UP
+    full = filesystems.full(state) or filesystems.full(layout.results_db(root))
+    report = results.read_report(report_path) if report_path.is_file() else None
+    if report is None:
+        if full:
+            print(f"iostack: error: {full}: the run could not write its report "
+                  f"{report_path}; free space there and run again")
+            return outcome.rc or 1
+        for note, what in (("report_failed", "could not write its report"),
+                           ("error", "stopped")):
+            if outcome.notes.get(note):
+                print(f"iostack: error: ReFrame {what}: {outcome.notes[note]}")
+                return outcome.rc or 1
+    else:
+        print(f"iostack: ReFrame report: {report_path}")
+    if not (report or {}).get("session_info", {}).get("num_cases"):
+        print(f"iostack: error: ReFrame ran no test case on system {system} (mode {mode}, "
+              f"options {' '.join(extra) or 'none'}): it would report PASSED (ReFrame issue "
+              "#3599); check the selection (-n/-t/-p) and the partitions' features")
+        return outcome.rc or RC_NO_TESTS
+    hints = _no_baseline_hints(report, site)
+    if hints:
+        print("iostack: these failed for want of a recorded baseline; record one from this "
+              "run and commit reframe-tests/references/:\n" + "\n".join(hints))
+    if full:
+        print(f"iostack: error: {full}")
+    uuid = report.get("session_info", {}).get("uuid")
+    if uuid and outcome.notes.get("stored") == uuid:
+        return outcome.rc or (1 if full else 0)
+    reason = outcome.notes.get("store_failed", "ReFrame did not say it stored it")
+    print(f"iostack: error: session {uuid} was NOT stored in the results DB "
+          f"{layout.results_db(root)} ({reason}); its report is kept: once the DB is repaired "
+          f"or moved aside, run `bin/iostack store-report --site {site} --system {system} "
+          f"--root {root} {report_path}`")
+    return outcome.rc or RC_NOT_STORED
+
+
+def require_node_packages(extra=()) -> None:
+    """The whole regression runs tools a deploy-only node lacks (system-packages.toml,
+    `nightly`): refuse before anything runs, unless the run selects its checks."""
+    selected = any(a in ("-n", "--name", "-x", "--exclude", "-t", "--tag") or
+                   a.startswith(("--name=", "--exclude=", "--tag=")) for a in map(str, extra))
+    missing = packages.missing_on_this_node("nightly")
+    if missing and not selected:
+        raise IostackError(f"the nightly's checks run {', '.join(missing)}, which this node lacks: "
+            "`bin/iostack setup --with nightly` installs them, or select checks "
+            "(-- -n CHECK), or deploy with --skip-regression")
+
+
+def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
+        local_slurm: bool = False) -> int:
+    deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
+    state = roots.require_writable(root, "reframe")
+    # one run at a time on a deployment, whichever of its releases each tests
+    shared = roots.require_writable(layout.deployment_of(root), "reframe")
+    require_node_packages(extra)
+    with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
+        preflight(site, system, root, mode)
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        report_path = state / "reports" / f"run-report-{stamp}-{os.getpid()}.json"
+        extras = ",".join(f"{k}={v}" for k, v in session_extras(site).items())
+        cluster, env_extra = None, {}
+        if local_slurm:
+            from iostack import cluster as multinode, slurm
+
+            if system == "local-cluster":
+                cluster = multinode.LocalCluster(root / "cluster")
+                print(f"iostack: starting the multi-node cluster in {cluster.state}")
+            else:
+                cluster = slurm.LocalSlurm(root / "slurm")
+                print(f"iostack: starting a single-node Slurm cluster in {cluster.state}")
+            try:
+                cluster.start()
+            except (slurm.SlurmUnavailable, slurm.SlurmStartError, multinode.ClusterError) as e:
+                raise IostackError(f"local Slurm cluster: {e}") from e
+            env_extra.update(cluster.env())
+        try:
+            outcome = reframe.reframe(
+                system, root, mode=mode, env_extra=env_extra, deadline=deadline,
+                extra=["--session-extras", extras, "--report-file", report_path, *extra],
+                pass_fds=(lock_fd,))
+        finally:
+            if cluster is not None:
+                cluster.stop()
+                print("iostack: local Slurm cluster stopped")
+        return verdict(outcome, report_path, site, system, root, mode, extra)

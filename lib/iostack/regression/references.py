@@ -1,0 +1,197 @@
+"""Performance references kept in YAML beside the checks, each number with its provenance.
+
+ReFrame 4.10 can read references from YAML itself (`reference = {'$ref': 'file.yaml'}`),
+but its format is strict: every leaf must be a reference tuple, so a number cannot carry
+where it came from. These files add that, and this module turns them into the plain
+`reference` dict a check sets (iostack_rfm.base) and writes what `bin/iostack
+record-baseline` records (iostack.regression.baseline). File: `reframe-tests/references/<check
+module>.yaml`.
+
+    FdbThroughputCheck:                      # the check class
+      thresholds:                            # what record-baseline gives new entries:
+        fdb_write_ratio: {lower: -0.5, upper: null, unit: ratio}   # gated
+        fdb_write_bw: {lower: null, upper: null, unit: MiB/s}      # informational
+      references:
+        local:default:                       # system:partition
+          async_write=False,size=small:      # the test's parameters, or '*' for all
+            fdb_write_ratio:
+              value: 0.8
+              lower: -0.5                    # fractions of value; null = unbounded
+              upper: null
+              unit: ratio
+              provenance: {recorded: ..., commit: ..., spack_lock_sha256: ..., session: ...}
+                                             # or e.g. {source: "[OIFS-HECToR] Table 2"}
+
+A partition without an entry gets an impossible reference for every gated variable (a
+lower bound no value reaches), so a new system fails until someone records its baseline
+with `bin/iostack record-baseline`. Standard library plus PyYAML (which ReFrame needs).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import pathlib
+import re
+import sys
+
+import yaml
+
+from iostack.core import paths
+
+#: IOSTACK_RFM_REFERENCES moves them (a site keeping its baselines elsewhere; the tests)
+REFERENCES_DIR = paths.references_dir()
+#: the reference value of a partition without a baseline: with a lower threshold of 0 no
+#: measured value reaches it (finite, so JSON reports and the results DB stay valid). The
+#: one definition: reports and the nightly recognise it with is_no_baseline().
+NO_BASELINE = sys.float_info.max
+ANY_VARIANT = "*"
+#: the documents figures come from, one `## [KEY]` section each
+CITATIONS = paths.REPO / "REFERENCES.md"
+
+
+def references_file(check_file) -> pathlib.Path:
+    """references/<stem>.yaml for the check module `check_file`."""
+    return REFERENCES_DIR / (pathlib.Path(check_file).stem + ".yaml")
+
+
+def variant_key(params: dict) -> str:
+    """A test variant's key: its parameters, `name=value` sorted by name, comma-joined."""
+    if not params:
+        return ANY_VARIANT
+    return ",".join(f"{k}={params[k]}" for k in sorted(params))
+
+
+def load(path) -> dict:
+    path = pathlib.Path(path)
+    if not path.is_file():
+        return {}
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def is_no_baseline(ref) -> bool:
+    """Whether a reference value (as a report stores it) is the no-baseline placeholder."""
+    return isinstance(ref, numbers.Number) and ref >= NO_BASELINE / 2
+
+
+def _entries(section: dict, partition: str, variant: str) -> dict:
+    """The perf-variable entries for one partition and variant ('*' entries, overridden
+    by the variant's own)."""
+    by_variant = (section.get("references") or {}).get(partition) or {}
+    merged = dict(by_variant.get(ANY_VARIANT) or {})
+    if variant != ANY_VARIANT:
+        merged.update(by_variant.get(variant) or {})
+    return merged
+
+
+def has_baseline(section: dict, partition: str, variant: str) -> bool:
+    gated = gated_variables(section)
+    entries = _entries(section, partition, variant)
+    return bool(entries) and all(v in entries for v in gated)
+
+
+def gated_variables(section: dict) -> list[str]:
+    """Variables with a lower or upper threshold: the ones a run can fail on."""
+    return [name for name, t in (section.get("thresholds") or {}).items()
+            if t.get("lower") is not None or t.get("upper") is not None]
+
+
+def reference_dict(section: dict, variant: str) -> dict:
+    """The `reference` a check sets: recorded partitions, and '*' that no value meets."""
+    ref = {}
+    for partition in (section.get("references") or {}):
+        entries = _entries(section, partition, variant)
+        if entries:
+            ref[partition] = {var: (e["value"], e.get("lower"), e.get("upper"), e.get("unit"))
+                              for var, e in entries.items()}
+    thresholds = section.get("thresholds") or {}
+    ref["*"] = {var: (NO_BASELINE, 0, None, thresholds[var].get("unit"))
+                for var in gated_variables(section)}
+    return ref
+
+
+def record(section: dict, partition: str, variant: str, var: str, value: float,
+           unit: str | None, provenance: dict, lower=None, upper=None) -> dict:
+    """Set one entry (creating levels as needed); thresholds default to the section's."""
+    t = (section.get("thresholds") or {}).get(var) or {}
+    entry = {
+        "value": value,
+        "lower": t.get("lower") if lower is None else lower,
+        "upper": t.get("upper") if upper is None else upper,
+        "unit": unit if unit is not None else t.get("unit"),
+        "provenance": provenance,
+    }
+    section.setdefault("references", {}).setdefault(partition, {}).setdefault(
+        variant, {})[var] = entry
+    return entry
+
+
+def citation_keys() -> set[str]:
+    """The citation keys REFERENCES.md defines."""
+    return set(re.findall(r"^## \[([^\]]+)\]", CITATIONS.read_text(), re.MULTILINE))
+
+
+def _citation_problem(where: str, provenance, keys: set[str]) -> list[str]:
+    """A figure from a document must name it by a key of REFERENCES.md."""
+    if not isinstance(provenance, dict) or "source" not in provenance:
+        return []
+    m = re.match(r"\[([^\]]+)\]", str(provenance["source"]))
+    if m and m.group(1) in keys:
+        return []
+    return [f"{where}: source {provenance['source']!r} cites no key of {CITATIONS.name}"]
+
+
+def validate(data: dict) -> list[str]:
+    """Problems in a references file's data ([] when it is sound)."""
+    errors = []
+    keys = citation_keys()
+    for check, section in data.items():
+        if not isinstance(section, dict):
+            errors.append(f"{check}: not a mapping")
+            continue
+        for e in section.get("expectations") or []:
+            errors += _citation_problem(f"{check}: expectation {e.get('what')!r}",
+                                        e.get("provenance"), keys)
+        for var, t in (section.get("thresholds") or {}).items():
+            if "unit" not in t:
+                errors.append(f"{check}: thresholds.{var}: no unit")
+        for partition, variants in (section.get("references") or {}).items():
+            if ":" not in partition:
+                errors.append(f"{check}: {partition}: key must be system:partition")
+            for variant, entries in (variants or {}).items():
+                for var, e in (entries or {}).items():
+                    where = f"{check}: {partition} {variant} {var}"
+                    value = e.get("value")
+                    if not isinstance(value, numbers.Number) or not math.isfinite(value):
+                        errors.append(f"{where}: value {value!r} is not a finite number")
+                    lower, upper = e.get("lower"), e.get("upper")
+                    if lower is not None and not -1 <= lower <= 0 and value and value > 0:
+                        errors.append(f"{where}: lower {lower} not in [-1, 0]")
+                    if upper is not None and upper < 0:
+                        errors.append(f"{where}: upper {upper} is negative")
+                    if not e.get("provenance"):
+                        errors.append(f"{where}: no provenance")
+                    errors += _citation_problem(where, e.get("provenance"), keys)
+    return errors
+
+
+class _Dumper(yaml.SafeDumper):
+    """Every entry spelled out: no `&id001` anchors for provenance shared by entries."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
+def dump(path, data: dict) -> None:
+    """Write `data`, keeping the file's leading comment block (comments further down are
+    not kept: put explanations in the header or in `provenance`)."""
+    path = pathlib.Path(path)
+    header = []
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.startswith("#") or not line.strip():
+                header.append(line)
+            else:
+                break
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(header).rstrip("\n") + ("\n" if header else "") + body)

@@ -1,0 +1,2 @@
+"""Sites: the facts of each (sites/<site>.yaml), its Ansible inventory, and which site a
+ReFrame system runs."""

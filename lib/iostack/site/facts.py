@@ -1,0 +1,280 @@
+"""Sites: each described once, in its facts file sites/<site>.yaml, and found under that name
+in every tree (spack-env/sites/, ansible/inventories/, the ReFrame configuration).
+
+The facts (OS and libc, scheduler, node groups with their CPU, NPS, SMT, scratch, Slurm
+partition and BMC, file systems) are validated against sites/schema.yaml and a few rules a
+schema cannot say. The ReFrame configuration builds its systems from them; the Spack site and
+the Ansible inventory are checked against them (tests/unit/test_site_facts.py).
+Only the standard library is imported at module level: `bin/iostack setup` runs before the
+venv with PyYAML and jsonschema exists.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import pathlib
+import re
+
+from iostack.core import paths
+from iostack.core.errors import IostackError
+
+FACTS = paths.REPO / "sites"
+SCHEMA = FACTS / "schema.yaml"
+#: archspec's vendor names of the CPU vendors facts may name
+ARCHSPEC_VENDORS = {"AMD": "AuthenticAMD", "Intel": "GenuineIntel"}
+
+
+class FactsError(IostackError, ValueError):
+    """A facts file that is missing, malformed or inconsistent: one line naming the file."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeGroup:
+    name: str
+    hosts: tuple[str, ...] = ()
+    hostnames: tuple[str, ...] = ()
+    cpu: dict | None = None
+    smt: bool | None = None
+    nps: int | None = None
+    scratch: str | None = None
+    slurm: dict | None = None
+    bmc: dict | None = None
+
+    def scratch_of(self, host: str) -> str | None:
+        """The scratch directory of one node ({host} is the node's name)."""
+        return self.scratch.replace("{host}", host) if self.scratch else None
+
+    def bmc_address_of(self, host: str) -> str | None:
+        address = (self.bmc or {}).get("address")
+        return address.replace("{host}", host) if address else None
+
+    def slurm_access(self) -> list[str]:
+        """sbatch options that put a job on this group's nodes."""
+        if not self.slurm:
+            return []
+        return [f"--{key}={self.slurm[key]}" for key in ("partition", "qos") if key in self.slurm]
+
+    def summary(self) -> str:
+        """The nodes in a few words, e.g. `2 x 64-core AMD EPYC 7742, SMT off, NPS4`."""
+        cpu = self.cpu or {}
+        words = []
+        if {"sockets", "cores_per_socket", "model"} <= set(cpu):
+            words.append(f"{cpu['sockets']} x {cpu['cores_per_socket']}-core {cpu['model']}")
+        if self.smt is not None:
+            words.append(f"SMT {'on' if self.smt else 'off'}")
+        if self.nps is not None:
+            words.append(f"NPS{self.nps}")
+        return ", ".join(words)
+
+    def reframe_processor(self) -> dict | None:
+        """ReFrame's `processor` of a node; None (ReFrame detects it) without a full CPU."""
+        cpu = self.cpu or {}
+        if not {"sockets", "cores_per_socket"} <= set(cpu):
+            return None
+        threads = 2 if self.smt else 1
+        per_socket = cpu["cores_per_socket"] * threads
+        processor = {"arch": cpu["target"], "num_cpus": per_socket * cpu["sockets"],
+                     "num_cpus_per_core": threads, "num_cpus_per_socket": per_socket,
+                     "num_sockets": cpu["sockets"]}
+        processor.update({k: cpu[k] for k in ("vendor", "model") if k in cpu})
+        return processor
+
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+    name: str
+    description: str
+    os: str
+    libc: str
+    scheduler: str
+    systems: tuple[str, ...]
+    file_systems: tuple[dict, ...]
+    nodes: dict[str, NodeGroup]
+
+    @property
+    def target(self) -> str:
+        """The Spack target the stack is built for: the one target of the node groups."""
+        (target,) = {g.cpu["target"] for g in self.nodes.values() if g.cpu}
+        return target
+
+    @property
+    def hostnames(self) -> list[str]:
+        """Regular expressions of every node's name (ReFrame's system `hostnames`)."""
+        return [h for g in self.nodes.values() for h in g.hostnames]
+
+    def file_system_of(self, path: str) -> dict | None:
+        """The declared file system a path is on (the longest mount that contains it)."""
+        found = [fs for fs in self.file_systems
+                 if path == fs["mount"] or path.startswith(fs["mount"].rstrip("/") + "/")]
+        return max(found, key=lambda fs: len(fs["mount"]), default=None)
+
+    def io_features(self, group: str) -> list[str]:
+        """ReFrame features of a node group's scratch: `lustre` or `nvme` (its file system)."""
+        scratch = self.nodes[group].scratch
+        fs = self.file_system_of(scratch) if scratch else None
+        return [fs["type"]] if fs and fs["type"] in ("lustre", "nvme") else []
+
+
+def names() -> list[str]:
+    """The sites that have a facts file."""
+    return sorted(p.stem for p in FACTS.glob("*.yaml") if p.name != SCHEMA.name)
+
+
+@functools.cache
+def _validator():
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(SCHEMA.read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def read(path: pathlib.Path) -> Site:
+    """A facts file, validated; FactsError (one line naming the file) if it is not right."""
+    import yaml
+
+    where = _shown(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise FactsError(f"{where}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise FactsError(f"{where}: not YAML: {str(e).splitlines()[0]}") from None
+    error = next(iter(sorted(_validator().iter_errors(data), key=lambda e: list(e.path))), None)
+    if error is not None:
+        at = "/".join(str(p) for p in error.path) or "top level"
+        raise FactsError(f"{where}: {at}: {error.message}")
+    site = Site(
+        name=data["name"], description=data["description"], os=data["os"], libc=data["libc"],
+        scheduler=data["scheduler"], systems=tuple(data.get("systems") or [data["name"]]),
+        file_systems=tuple({"shared": True, **fs} for fs in data.get("file_systems", [])),
+        nodes={name: NodeGroup(name=name, **{k: tuple(v) if isinstance(v, list) else v
+                                            for k, v in group.items()})
+               for name, group in data["nodes"].items()})
+    problem = _inconsistency(site, path)
+    if problem:
+        raise FactsError(f"{where}: {problem}")
+    return site
+
+
+def _inconsistency(site: Site, path: pathlib.Path) -> str | None:
+    """What the schema cannot say; None when the facts hold together."""
+    import archspec.cpu
+
+    if site.name != path.stem:
+        return f"name {site.name!r} differs from the file's name {path.stem!r}"
+    targets = {g.cpu["target"] for g in site.nodes.values() if g.cpu}
+    if len(targets) != 1:
+        return (f"the node groups' cpu targets are {sorted(targets)}; the stack is built for "
+                "one target, so give exactly one")
+    for group in site.nodes.values():
+        cpu = group.cpu or {}
+        micro = archspec.cpu.TARGETS.get(cpu.get("target"))
+        if cpu and micro is None:
+            return f"nodes/{group.name}/cpu/target: {cpu['target']!r} is not a Spack (archspec) target"
+        if "vendor" in cpu and micro.vendor != ARCHSPEC_VENDORS[cpu["vendor"]]:
+            return (f"nodes/{group.name}/cpu: target {micro.name} is a {micro.vendor} CPU, "
+                    f"not {cpu['vendor']}")
+        if group.scratch and site.file_system_of(group.scratch) is None:
+            return (f"nodes/{group.name}/scratch: {group.scratch} is on none of file_systems "
+                    f"({', '.join(fs['mount'] for fs in site.file_systems) or 'none declared'})")
+        if site.scheduler == "slurm" and group.cpu and not group.slurm:
+            return f"nodes/{group.name}: compute nodes of a Slurm site need slurm: partition"
+        for pattern in group.hostnames:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                return f"nodes/{group.name}/hostnames: {pattern!r} is not a regular expression: {e}"
+    return None
+
+
+def _shown(path: pathlib.Path) -> str:
+    try:
+        return str(path.relative_to(paths.REPO))
+    except ValueError:
+        return str(path)
+
+
+@functools.cache
+def load(site: str) -> Site:
+    """The facts of a site (sites/<site>.yaml); FactsError if absent or wrong."""
+    path = FACTS / f"{site}.yaml"
+    if not path.is_file():
+        raise FactsError(f"{_shown(path)}: no facts file for site {site!r} "
+                         f"(sites with one: {', '.join(names())})")
+    return read(path)
+
+
+def site_of_system(system: str) -> str:
+    """The site whose facts list a ReFrame system."""
+    for name in names():
+        if system in load(name).systems:
+            return name
+    raise FactsError(f"no sites/<site>.yaml lists ReFrame system {system!r}")
+
+
+def spack_sites():
+    return sorted(p.name for p in paths.SPACK_ENV_SITES.iterdir() if (p / "spack.yaml").is_file())
+
+
+def spack_envs(site: str) -> list[str]:
+    """A site's Spack environments besides its default (spack-env/sites/<site>/spack.yaml):
+    spack-env/sites/<site>/<env>/spack.yaml, each reading the site's packages.yaml."""
+    top = paths.SPACK_ENV_SITES / site
+    if not top.is_dir():
+        return []
+    return sorted(p.name for p in top.iterdir() if (p / "spack.yaml").is_file())
+
+
+def spack_env(site: str, env: str | None) -> str:
+    """The environment Spack runs in, as a path under spack-env/sites: `site` or `site/env`."""
+    if not env:
+        return site
+    if env not in spack_envs(site):
+        raise FactsError(f"site {site} has no environment {env!r}; its environments: "
+                         f"{', '.join(spack_envs(site)) or 'none besides the default'}")
+    return f"{site}/{env}"
+
+
+def all_spack_envs() -> list[str]:
+    """Every site's default environment and its others (`site/env`), as locks name them."""
+    return [name for site in spack_sites()
+            for name in [site, *(f"{site}/{e}" for e in spack_envs(site))]]
+
+
+def check_spack_env(name: str) -> str:
+    """`site` or `site/env`, checked."""
+    site, _, env = name.partition("/")
+    return spack_env(check_site(site), env or None)
+
+
+def ansible_sites():
+    if not paths.ANSIBLE_INVENTORIES.is_dir():
+        return []
+    return sorted(p.name for p in paths.ANSIBLE_INVENTORIES.iterdir()
+                  if p.is_dir() and p.name != "common")
+
+
+def reframe_systems():
+    """System names in the ReFrame configuration, read without importing ReFrame."""
+    import ast
+
+    tree = ast.parse(paths.REFRAME_CONFIG.read_text())
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+            if "name" in keys and "partitions" in keys:
+                value = node.values[keys.index("name")]
+                if isinstance(value, ast.Constant):
+                    names.append(value.value)
+    return sorted(names)
+
+
+def check_site(site: str) -> str:
+    """The site, if it has a Spack environment and sound facts; else FactsError."""
+    known = spack_sites()
+    if site not in known:
+        raise FactsError(f"unknown site {site!r}; known sites: {', '.join(known)}")
+    load(site)
+    return site

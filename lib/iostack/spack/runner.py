@@ -1,0 +1,195 @@
+"""Find the pinned Spack and run it with the repository's configuration only.
+
+Spack is found, in this order: SPACK_ROOT (with IOSTACK_SPACK_PACKAGES for builtin), then
+the trees `iostack setup` cloned or unpacked in the cache directory. ~/.spack and /etc/spack
+are never read (SPACK_DISABLE_LOCAL_CONFIG). Spack's own installation scopes
+($SPACK_ROOT/etc/spack and its site/ directory) are read whatever the environment says, so a
+Spack that carries configuration there (an auto-detected compiler, say) is refused: a
+site's configuration is the repository's, plus the mirrors set-up registered.
+"""
+import os
+import pathlib
+import re
+import shutil
+
+from iostack.core import paths, pins
+from iostack.core.errors import Failed, IostackError
+from iostack.core.process import CommandFailed, capture, run
+from iostack.spack import config
+
+
+class SpackMissing(IostackError):
+    """No usable Spack: what is missing and how to provide it."""
+
+
+class SpackForeignConfig(SpackMissing):
+    """A Spack whose installation scopes hold settings that would change every site."""
+
+
+def how_to_provide() -> str:
+    return ("run `bin/iostack setup` where github.com is reachable, or, on an air-gapped node, "
+            f"set SPACK_ROOT to a Spack {pins.SPACK_TAG} checkout and IOSTACK_SPACK_PACKAGES to "
+            f"a spack-packages checkout at tag {pins.SPACK_PACKAGES_TAG}")
+
+
+# What Spack itself ships in its installation scope; anything else there is a local setting.
+SPACK_OWN_CONFIG = {"include.yaml", "README.md"}
+
+
+def foreign_config(spack_root: pathlib.Path) -> list[pathlib.Path]:
+    """Configuration files in Spack's installation scopes that Spack does not ship."""
+    etc = spack_root / "etc" / "spack"
+    found = [f for f in etc.glob("*.yaml") if f.name not in SPACK_OWN_CONFIG]
+    site = etc / "site"
+    found += [f for f in site.rglob("*") if f.is_file() and f.name not in SPACK_OWN_CONFIG]
+    return sorted(found)
+
+
+def locate() -> tuple[pathlib.Path, pathlib.Path]:
+    """(spack root, spack-packages checkout) or SpackMissing saying what is missing."""
+    cache = paths.cache()
+    root = pathlib.Path(os.environ["SPACK_ROOT"]) if os.environ.get("SPACK_ROOT") else cache / "spack"
+    pkgs = (pathlib.Path(os.environ["IOSTACK_SPACK_PACKAGES"])
+            if os.environ.get("IOSTACK_SPACK_PACKAGES") else cache / "spack-packages")
+    if not (root / "bin" / "spack").is_file():
+        raise SpackMissing(f"Spack not found at {root}: {how_to_provide()}")
+    if not (pkgs / "repos" / "spack_repo" / "builtin" / "repo.yaml").is_file():
+        raise SpackMissing(f"spack-packages (builtin repo) not found at {pkgs}: {how_to_provide()}")
+    foreign = foreign_config(root)
+    if foreign:
+        raise SpackForeignConfig(
+            # the files' real paths: the cache's spack may be a link to the copy that has them
+            f"Spack at {root} carries configuration of its own "
+            f"({', '.join(str(f.resolve()) for f in foreign)}), "
+            "which it reads whatever iostack says: iostack uses only the repository's "
+            "configuration, so move it away (or point SPACK_ROOT at a clean Spack)")
+    return root, pkgs
+
+
+def environment(root_dir: pathlib.Path, release: pathlib.Path | None = None) -> dict:
+    """Variables every spack call gets; the site configs refer to the IOSTACK_* ones.
+    `release`: the release being built (its environment and module tree; see releases.py)."""
+    spack_root, pkgs = locate()
+    venv_bin = paths.venv() / "bin"
+    return {
+        "SPACK_ROOT": spack_root,
+        # clingo comes from the venv, so Spack never tries to bootstrap it
+        "SPACK_PYTHON": venv_bin / "python",
+        "SPACK_DISABLE_LOCAL_CONFIG": "1",
+        "SPACK_USER_CACHE_PATH": root_dir / "cache" / "user",
+        # build cache keys this node trusts (and signs with), outside the Spack tree
+        "SPACK_GNUPGHOME": paths.cache() / "gpg",
+        # spack-env/common/mirrors.yaml includes the mirrors set-up registered there
+        "IOSTACK_SPACK_CONFIG": config.registered_mirrors_file().parent,
+        "IOSTACK_ROOT": root_dir,
+        "IOSTACK_RELEASE": release or root_dir,
+        "IOSTACK_REPO": paths.REPO,
+        "IOSTACK_SPACK_PACKAGES": pkgs,
+    }
+
+
+def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
+    """The site's environment as the deployment uses it: spack-env/ copied to <root>/spack-env,
+    so what Spack writes (spack.lock, .spack-env/) stays with the deployment and never changes
+    the checkout. Each call refreshes the copy from the checkout, keeping Spack's own state."""
+    dest = root_dir / "spack-env"
+    for path in sorted(dest.rglob("*"), reverse=True) if dest.exists() else []:
+        if ".spack-env" in path.relative_to(dest).parts:
+            continue
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+    shutil.copytree(paths.REPO / "spack-env", dest, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".spack-env"))
+    return dest / "sites" / site
+
+
+def spack(args, root_dir, site=None, release=None, **kw):
+    env = environment(root_dir, release)
+    cmd = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
+    if site:
+        cmd += ["-e", deployed_env(site, release or root_dir)]
+    return run(cmd + list(args), env_extra=env, **kw)
+
+
+# Spack's errors an admin meets when a mirror or a cache is wrong, and what they mean.
+_STAGE = r"spack-stage-(\S+?)-[a-z0-9]{32}"
+_EXPLAINED = [
+    (re.compile(rf"All fetchers failed for {_STAGE}"),
+     "the source of {0} is in none of the configured mirrors, and its upstream URL cannot "
+     "be reached"),
+    (re.compile(rf"sha256 checksum failed for \S*{_STAGE}.*?(?:URL = (\S+))?$", re.S),
+     "the source archive of {0} ({1}) fails its sha256 checksum: the mirror's copy was "
+     "changed or damaged"),
+    # gpg says it before Spack's error, which only says no binary was found
+    (re.compile(r"NoVerifyException|[Ff]ailed to verify|Can't check signature|BAD signature"),
+     "the build cache is signed with a key this node does not trust: if you know the key, "
+     "trust it (`bin/iostack spack -- gpg trust KEY.pub`), else do not use this cache"),
+]
+
+
+def error_line(stderr: str) -> str:
+    """Spack's first error, on one line, explained where the meaning is known."""
+    text = stderr.split("==> Error: ", 1)[1] if "==> Error: " in stderr else stderr
+    for pattern, meaning in _EXPLAINED:
+        m = pattern.search(stderr)
+        if m:
+            return meaning.format(*(g or "?" for g in m.groups()))
+    lines = text.strip().splitlines()
+    if not lines:
+        return "no error message"
+    # the error and its indented continuation (e.g. the command that failed), on one line
+    first = [lines[0].strip()]
+    for line in lines[1:]:
+        if not line.startswith((" ", "\t")) or not line.strip():
+            break
+        first.append(line.strip())
+    log = re.search(r"See build log for details:\s*(\S+)", text)
+    return " ".join(first) + (f" (build log: {log.group(1)})" if log else "")
+
+
+def checked(args, root_dir, site=None, what="spack", release=None):
+    """Run spack; on failure, Failed with one line: what failed and Spack's reason."""
+    proc = spack(args, root_dir, site=site, release=release, check=False, capture_stderr=True)
+    if proc.returncode != 0:
+        raise Failed(f"{what} failed: {error_line(proc.stderr)}")
+    return proc
+
+
+def version(spack_root: pathlib.Path) -> tuple[int, ...]:
+    out = capture([spack_root / "bin" / "spack", "--version"],
+                  env_extra={"SPACK_PYTHON": paths.venv() / "bin" / "python",
+                             "SPACK_DISABLE_LOCAL_CONFIG": "1"}).stdout
+    m = re.match(r"(\d+)\.(\d+)", out.strip())
+    if not m:
+        raise SpackMissing(f"{spack_root}/bin/spack --version printed {out!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def spack_bin() -> pathlib.Path:
+    return locate()[0] / "bin" / "spack"
+
+
+def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None = None):
+    """Install and trust the public keys a build cache publishes (`spack buildcache keys
+    --install --trust`, with that cache as the only mirror); each must then be on the ring."""
+    import tempfile
+
+    published = sorted(p.name.split(".")[0] for p in
+                       cache_dir.glob("v3/manifests/key/*.key.manifest.json"))
+    if not published:
+        raise CommandFailed(["spack", "buildcache", "keys", f"({cache_dir} publishes no key)"], 1)
+    env = environment(root_dir or paths.cache() / "spack-state")
+    pathlib.Path(env["SPACK_GNUPGHOME"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory() as scope:
+        # that cache as the only mirror (`mirrors::`)
+        config.write_mirrors(pathlib.Path(scope) / "mirrors.yaml",
+                             [config.build_cache("iostack-buildcache", cache_dir)], replace=True,
+                             written_by="iostack.spack.runner.trust_buildcache_keys")
+        run([spack_bin(), "-C", scope, "buildcache", "keys", "--install", "--trust", "--force"],
+            env_extra=env)
+    ring = capture([spack_bin(), "gpg", "list", "--trusted"], env_extra=env)
+    missing = [k for k in published if k not in ring.stdout.replace(" ", "")]
+    if missing:
+        raise CommandFailed(["spack", "buildcache", "keys", f"(not trusted: {', '.join(missing)})"], 1)
