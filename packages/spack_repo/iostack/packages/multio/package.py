@@ -31,8 +31,11 @@ class Multio(CrayPEPackage, CMakePackage):
 
     # Each as multio's CMakeLists.txt asks (ecbuild_find_package), no tighter.
     depends_on("cxx", type="build")
-    depends_on("c", type="build", when="@2")
+    # 1.5.1's configure detects a C compiler too (Spack's wrapper, given none, fails "C
+    # compiler identification is unknown")
+    depends_on("c", type="build")
     depends_on("fortran", type="build", when="+fortran")
+    depends_on("fortran", type="build", when="+server")
     depends_on("ecbuild@3.4:", type="build", when="@1")
     depends_on("ecbuild@3.8:", type="build", when="@2")
     depends_on("eccodes@2.18:", when="@1")
@@ -48,11 +51,35 @@ class Multio(CrayPEPackage, CMakePackage):
     depends_on("fdb@5:", when="@1+fdb")
     depends_on("fdb@5.11.20:", when="@2+fdb")
 
+    # 1.5.1 against eckit 1.20 and later (the bundle pins 1.18.8): the timing API it uses
+    # became private (the patch says how it is adapted)
+    patch("eckit-1.20-autotiming.patch", when="@1.5.1 ^eckit@1.20:")
+
+    @when("@1")
+    def patch(self):
+        # 1.5.1 is built inside the IFS bundle, whose top project enables every language
+        # and whose eckit (1.18) was C++11 code. Built alone against the stack's eckit:
+        # eckit 1.28's headers are C++17, and the server's Fortran library
+        # (multio-server-fapi) needs Fortran enabled in multio's own project.
+        if self.spec.satisfies("^eckit@1.28:"):
+            filter_file(r"set\(CMAKE_CXX_STANDARD 11\)", "set(CMAKE_CXX_STANDARD 17)",
+                        "CMakeLists.txt")
+        if self.spec.satisfies("+server"):
+            filter_file(r"project\( multio LANGUAGES CXX \)",
+                        "project( multio LANGUAGES C CXX Fortran )", "CMakeLists.txt")
+
     def cmake_args(self):
         args = [self.define_from_variant("ENABLE_FDB5", "fdb"),
                 self.define("ENABLE_TESTS", self.run_tests)]
         if self.spec.satisfies("@1"):
             args.append(self.define_from_variant("ENABLE_MULTIO_SERVER", "server"))
+            if self.spec.satisfies("+fdb"):
+                # the FDB sink registers itself when libmultio-fdb5 loads, but nothing
+                # calls into it: a linker that drops unused libraries (Debian 12's does by
+                # default) leaves it out of multio-sink and multio-hammer ("No
+                # DataSinkFactory called fdb5"); OpenIFS links it --no-as-needed too
+                args += [self.define("CMAKE_EXE_LINKER_FLAGS", "-Wl,--no-as-needed"),
+                         self.define("CMAKE_SHARED_LINKER_FLAGS", "-Wl,--no-as-needed")]
         else:
             # optional features whose libraries the stack does not build
             args += [self.define_from_variant("ENABLE_FORTRAN", "fortran"),
