@@ -36,11 +36,11 @@ def _require_spack():
 
 
 def cmd_spack(args):
-    facts.check_site(args.site)
+    env = facts.spack_env(facts.check_site(args.site), args.env)
     _require_spack()
     root = paths.deploy_root(args.site, args.root)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
-    return runner.spack(spack_args, root, site=args.site, check=False).returncode
+    return runner.spack(spack_args, root, site=env, check=False).returncode
 
 
 def cmd_deploy(args):
@@ -48,6 +48,7 @@ def cmd_deploy(args):
     from iostack.regression import nightly
 
     site = facts.check_site(args.site)
+    env = facts.spack_env(site, args.env)
     _require_spack()
     root = paths.deploy_root(site, args.root)
     if not args.skip_regression:
@@ -57,7 +58,7 @@ def cmd_deploy(args):
         # the same run as the nightly: session extras, results DB, zero-test-case check
         return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode)
 
-    return deploy.deploy(site, root, deploy.check_buildcache_arg(args.buildcache),
+    return deploy.deploy(env, root, deploy.check_buildcache_arg(args.buildcache),
                          None if args.skip_regression else regression,
                          switch=not args.no_switch)
 
@@ -107,7 +108,7 @@ def cmd_mirror_create(args):
     _require_spack()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "mirror"
-    mirrors.create_source_mirror(site, root, dest)
+    mirrors.create_source_mirror(facts.spack_env(site, args.env), root, dest)
     return 0
 
 
@@ -140,7 +141,7 @@ def cmd_buildcache_push(args):
     _require_spack()
     root = paths.deploy_root(site, args.root)
     dest = pathlib.Path(args.directory).resolve() if args.directory else root / "buildcache"
-    mirrors.push(site, root, dest, pathlib.Path(args.key).resolve() if args.key else None)
+    mirrors.push(facts.spack_env(site, args.env), root, dest, pathlib.Path(args.key).resolve() if args.key else None)
     return 0
 
 
@@ -268,9 +269,9 @@ def cmd_lock(args):
     from iostack.spack import locks
 
     _require_spack()
-    chosen = args.sites or facts.spack_sites()
+    chosen = args.sites or facts.all_spack_envs()
     for site in chosen:
-        facts.check_site(site)
+        facts.check_spack_env(site)
     print(f"iostack: concretizing {', '.join(chosen)} from scratch (side by side)", flush=True)
     failed = 0
     for site, result in locks.fresh_locks(chosen).items():
@@ -319,12 +320,16 @@ def parser():
     p = sub.add_parser("sites", help="list the sites")
     p.set_defaults(func=cmd_sites)
 
-    def site_args(p):
+    def site_args(p, env=False):
         p.add_argument("--site", default="local", help="site name (default: local)")
         p.add_argument("--root", help="deployment root (default: $IOSTACK_ROOT or deploy/<site>)")
+        if env:
+            p.add_argument("--env", metavar="NAME",
+                           help="another Spack environment of the site than its default: "
+                                "spack-env/sites/<site>/NAME (local: nwp, with OpenIFS)")
 
     p = sub.add_parser("deploy", help="install a site's stack, generate its modules, run its regression")
-    site_args(p)
+    site_args(p, env=True)
     p.add_argument("--skip-regression", action="store_true")
     p.add_argument("--buildcache", metavar="DIR",
                    help="install from this signed build cache only (trusting the keys it "
@@ -431,7 +436,8 @@ def parser():
     p.set_defaults(func=cmd_site_init)
 
     p = sub.add_parser("lock", help="check (or --update) sites' committed spack.lock")
-    p.add_argument("sites", nargs="*", help="sites (default: all)")
+    p.add_argument("sites", nargs="*", help="sites, or site/env for another environment of a "
+                                           "site (default: all, with their environments)")
     p.add_argument("--update", action="store_true", help="write the fresh lock")
     p.set_defaults(func=cmd_lock)
 
@@ -439,7 +445,7 @@ def parser():
     msub = p.add_subparsers(dest="mirror_command", required=True)
     p = msub.add_parser("create", help="fetch the sources of everything the site's lock "
                                        "builds into a Spack source mirror")
-    site_args(p)
+    site_args(p, env=True)
     p.add_argument("-d", "--directory", help="where (default: <root>/mirror)")
     p.set_defaults(func=cmd_mirror_create)
     p = msub.add_parser("register", help="the mirrors and build caches every site on this node "
@@ -456,7 +462,7 @@ def parser():
     p = sub.add_parser("buildcache", help="a site's signed binary build cache")
     bsub = p.add_subparsers(dest="buildcache_command", required=True)
     p = bsub.add_parser("push", help="push the site's installed specs, signed")
-    site_args(p)
+    site_args(p, env=True)
     p.add_argument("-d", "--directory", help="where (default: <root>/buildcache)")
     p.add_argument("--key", help="secret key file to sign with (default: this node's "
                                  "iostack key, created on first use)")
@@ -471,7 +477,7 @@ def parser():
     p.set_defaults(func=cmd_bundle)
 
     p = sub.add_parser("spack", help="run spack in a site's environment with iostack's config")
-    site_args(p)
+    site_args(p, env=True)
     p.add_argument("spack_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_spack)
     return ap

@@ -23,7 +23,7 @@ whatis("Description: OpenIFS with the libraries it writes its output with (ecCod
        .. "one version per output mode; the default writes FDB")
 help([[
 OpenIFS with its output libraries: ]] .. v.what .. [[.
-Loads ecCodes]] .. (v.fdb and ", FDB" or "") .. [[ and OpenIFS (where the site has it),
+Loads ecCodes]] .. (v.fdb and ", FDB, MultIO" or "") .. [[ and OpenIFS (where the site has them),
 craype-hugepages2M on Cray EX ([OIFS-HECToR] recommends 2 MB pages), and sets IOSTACK_OIFS_OUTPUT
 for the run scripts. FDB reads FDB5_CONFIG_FILE, set when the deployment has a config.
 ]])
@@ -53,6 +53,10 @@ end
 need("eccodes")
 if v.fdb then
   need("fdb")
+  -- OpenIFS writes FDB through MultIO (imultio_write_); its tools (multio-sink, multio-hammer)
+  if isAvail("multio") then
+    need("multio")
+  end
 end
 -- OpenIFS itself is built on the compute-stack sites only; elsewhere the tools suffice.
 if chains["openifs"] or isAvail("openifs") then

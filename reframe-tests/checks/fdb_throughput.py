@@ -28,6 +28,13 @@ Two archive paths (`path`):
 asynchronous writers too) per GiB archived, start-up and each program's re-encoding of the
 fields' headers included alike; the two paths' difference is what the decode costs.
 
+MultioHammerThroughputCheck measures multio-hammer, MultIO's load generator (the IFS I/O
+server library's plan: a Sink action with the FDB sink, a flush per step), exactly as
+FdbThroughputCheck measures fdb-hammer: the same fields from the same template, against
+fio writing the same bytes with the same durability, with the same sync audit
+(iostack_rfm.multio hammer prints its statistics as fdb-hammer does). Its fdb_write_ratio
+stands beside fdb-hammer's for each durability in the same session.
+
 FdbWriterScalingCheck is [OIFS-HECToR]'s NWRTOUT experiment on one node: the same fields
 archived by 1, 2, 4, ... concurrent writers (key path, each with its own (member, step)
 keys) against as many concurrent fio jobs, reporting each count's ratio and the best.
@@ -90,6 +97,8 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
     #: a site without strace)
     audit_steps = variable(int, value=2)
     writer_counts = variable(list, value=[1])
+    #: the MARS keys every archived field has (the count of fields FDB lists)
+    list_request = variable(str, value=LIST_REQUEST)
     # the site's stack only: timed once per partition (a node's own FDB, Debian's in
     # `builtin`, has the bit-identity checks; `-S valid_prog_environs=builtin` times it)
     valid_prog_environs = ['+fdb +stack']
@@ -168,7 +177,7 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
             str(w['nparams']), '$(stat -c %s template.grib)', str(self.audit_steps), '--',
             *self.writer_command()]
         self.postrun_cmds = [
-            f'echo "fields listed=$(fdb-list --porcelain {LIST_REQUEST} | grep -c \'^{{\')"',
+            f'echo "fields listed=$(fdb-list --porcelain {self.list_request} | grep -c \'^{{\')"',
             *self.readback_commands(),
             f'rm -rf {io}/fdb-root',
         ]
@@ -362,3 +371,45 @@ class FdbWriterScalingCheck(FdbWriteMeasurement):
 @sn.deferrable
 def _best_writers(counts, *ratios):
     return fdb.best_writers(list(counts), list(ratios))
+
+
+@rfm.simple_test
+class MultioHammerThroughputCheck(FdbWriteMeasurement):
+    descr = ("multio-hammer's archive throughput into FDB / raw write of the same bytes with "
+             "the same durability (beside FdbThroughputCheck's fdb-hammer)")
+    app_features = ['multio']
+    buffer_mib = variable(int, value=64)
+    #: multio-hammer writes class rd, expver xxxx whatever the template says
+    list_request = 'class=rd,expver=xxxx'
+
+    @run_after('init')
+    def set_tags(self):
+        self.tags = {'fdb', 'multio', 'performance', 'weekly'}
+        if self.durability == 'sync-flush':
+            self.tags.add('nightly')
+
+    @run_after('init')
+    def set_perf_variables(self):
+        figures = self.figures(1)
+        for var, unit in FIGURES:
+            self.perf_variables[var] = sn.make_performance_function(figures[var], unit)
+        self.perf_variables['fdb_cpu_per_gib'] = sn.make_performance_function(
+            self.cpu_per_gib(1), 's/GiB')
+
+    def writer_command(self):
+        w = self.workload
+        return ['python3', '-m', 'iostack_rfm.multio', 'hammer', '--config',
+                '$PWD/multio-hammer.yaml', '--template', 'template.grib', '--nsteps', '%S',
+                '--members', str(w['members']), '--fdb-root', f'{self.io_dir()}/fdb-root']
+
+    @run_before('run')
+    def write_hammer_config(self):
+        self.prerun_cmds.append('python3 -m iostack_rfm.multio hammer-config '
+                                f'multio-hammer.yaml --params {self.workload["nparams"]}')
+
+    def readback_commands(self):
+        return []
+
+    @sanity_function
+    def validate(self):
+        return self.measurement_ok()

@@ -24,12 +24,36 @@ its runs with `bin/iostack record-baseline`.
 Inputs: the experiments (initial files ICM*<exp>INIT..., fort.4) come from ECMWF, not from
 this repository: `$IOSTACK_OIFS_EXPERIMENTS/<case>/` (variable `experiments`). The `openifs`
 module sets OIFS_EXEC (the Spack recipe's setup_run_environment).
+
+OpenifsCheck is seed 000's validation with OpenIFS's own test suite, ifs-test (installed
+with OpenIFS in share/openifs/ifs-test): its t21 forecast tests (test_fc, test_np2,
+test_nt2), each run by ifs-test's own `ifs-run` in a test directory made as its CMake
+makes it (iostack_rfm.ifstest), twice: writing GRIB files, then into FDB through MultIO
+(the tests' namelists take LFDBOP from the environment). Then:
+- bit-identity across releases (ifs-test's IFS_TEST_BITIDENTICAL, bin/ifs-check-bitid):
+  the first run of a test on a deployment saves the model's norms (`init`) under
+  <deployment root>/var/openifs-norms/<executable>/<test>, which outlives releases;
+  every later release's run is checked against them (`check`); the FDB run is always
+  checked against its own GRIB run's norms (FDB output must not change the model);
+- the fields FDB holds against the GRIB files, bit for bit (iostack_rfm.openifs
+  compare-fdb, as OpenIFSOutputCheck);
+- forecast days per day of both runs.
+Its input is ifs-test's data (storage.yaml: ifsdata, t21 inidata) from the directory the
+site names, as a `type: file` data source of storage.yaml would: IOSTACK_OIFS_TEST_DATA
+(variable `test_data`, default <deployment root>/var/ifs-test-data) holds each file under
+its source_path. Nothing is downloaded; where a file is missing the check is skipped with
+one line naming the directory and the entries it needs: it never passes without data.
 """
+import os
+import pathlib
+
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from iostack_rfm import openifs
+from iostack.core import paths
+from iostack.deployment import releases, stack
+from iostack_rfm import ifstest, openifs
 from iostack_rfm.base import AppCheck, parsed
 
 RUNS = ('grib', 'fdb')
@@ -164,3 +188,178 @@ class OpenIFSOutputCheck(AppCheck):
                 self._logs(openifs.forecast_days_per_day_of_run, run), 'days/day')
         self.perf_variables['messages_compared'] = sn.make_performance_function(
             self._compared('messages'), 'messages')
+
+
+def _deployment_root() -> pathlib.Path:
+    """The deployment whose release is under test (bin/iostack sets IOSTACK_ROOT), else
+    local's default root."""
+    tree = os.environ.get('IOSTACK_ROOT')
+    return releases.deployment_of(pathlib.Path(tree)) if tree else paths.deploy_root('local')
+
+
+def _installed_ifs_test(site: str) -> str:
+    """ifs-test as OpenIFS's recipe installs it, in the deployment's install tree
+    (spack-env/common/config.yaml: <root>/opt/<name>-<version>-<hash:7>); '' if the
+    site's lock has no OpenIFS."""
+    for spec in stack.site_roots(site):
+        if spec.name == 'openifs' and not spec.is_external:
+            return str(_deployment_root() / 'opt' / f'openifs-{spec.version}-{spec.hash[:7]}'
+                       / 'share' / 'openifs' / 'ifs-test')
+    return ''
+
+
+#: ifs-test's storage.yaml entries the t21 forecast tests read (by extract_path)
+T21_DATA = ('ifsdata', 't21/inidata')
+#: MPI tasks and threads of each test (its `params`: NPROC, NTHREAD)
+T21_LAYOUT = {'test_fc': (1, 1), 'test_np2': (2, 1), 'test_nt2': (1, 2)}
+
+
+@rfm.simple_test
+class OpenifsCheck(AppCheck):
+    descr = ('OpenIFS ifs-test t21 with and without FDB: norms bit-identical across releases, '
+             'FDB fields = GRIB files, forecast days/day (seed 000)')
+    valid_systems = ['+mpi']
+    app_features = ['openifs']
+    case = parameter(list(T21_LAYOUT))
+    #: the `type: file` data source: storage.yaml's source_path of each file under it
+    test_data = variable(str, value=os.environ.get('IOSTACK_OIFS_TEST_DATA', ''))
+    #: the installed ifs-test (default: OpenIFS's, from the deployment's lock)
+    ifs_test = variable(str, value='')
+    #: where each test's saved norms outlive releases
+    norms_dir = variable(str, value='')
+    #: ifs-run's launcher and its option for the number of tasks (bin/set_launcher.bash)
+    launcher = variable(str, value='mpirun')
+    launcher_nproc_flag = variable(str, value='-np')
+    tags = {'openifs', 'fdb', 'bit-identity', 'performance', 'nightly'}
+    keep_files = ['compare.out', 'grib.ifs-run.log', 'fdb.ifs-run.log']
+
+    @run_after('init')
+    def set_layout(self):
+        self.num_tasks, self.num_cpus_per_task = T21_LAYOUT[self.case]
+        self.time_limit = '60m'
+
+    def _entries(self):
+        """storage.yaml's entries of T21_DATA: [(source_path, target_path, extract_path)]."""
+        import yaml
+
+        with open(os.path.join(self.ifs_test, 'storage.yaml')) as f:
+            files = yaml.safe_load(f)['external_data']['files']
+        return [(e['source_path'], e['target_path'], e['extract_path'])
+                for e in files if e.get('extract_path') in T21_DATA]
+
+    @run_after('setup')
+    def find_the_data(self):
+        root = _deployment_root()
+        self.ifs_test = self.ifs_test or _installed_ifs_test(
+            stack.site_of_system(self.current_system.name))
+        self.test_data = self.test_data or str(root / 'var' / 'ifs-test-data')
+        self.norms_dir = self.norms_dir or str(root / 'var' / 'openifs-norms')
+        self.data_entries = []
+        if not os.path.isfile(os.path.join(self.ifs_test, 'storage.yaml')):
+            if self.is_dry_run():
+                return      # a dry run writes the job script, with no data to stage
+            self.skip(f'no ifs-test at {self.ifs_test or "(the lock has no OpenIFS)"}: '
+                      'OpenIFS installs it in share/openifs/ifs-test')
+        self.data_entries = self._entries()
+        missing = [src for src, _, _ in self.data_entries
+                   if not os.path.isfile(os.path.join(self.test_data, src))]
+        if (missing or len(self.data_entries) != len(T21_DATA)) and not self.is_dry_run():
+            self.skip(f'no OpenIFS test data in {self.test_data}: it needs ifs-test '
+                      f"storage.yaml's {', '.join(missing)} there (a `type: file` data "
+                      'source; IOSTACK_OIFS_TEST_DATA names the directory)')
+
+    def _run(self, run, out):
+        """ifs-run of the test in its own directory: writing GRIB files, or FDB."""
+        case_dir = f'{out}/{run}/t21/{self.case}'
+        fdb = run == 'fdb'
+        lines = [
+            f'python3 -m iostack_rfm.ifstest case --ifs-test {self.ifs_test} '
+            f'--case t21/{self.case} --cache {out}/cache --out {out}/{run} '
+            '--executable "$OIFS_EXEC" --cycle "$OIFS_CYCLE" '
+            '--eccodes-share "$(dirname "$(codes_info -d)")"',
+        ]
+        if fdb:
+            # FDB output must not change the model: checked against the GRIB run's norms
+            lines += [f'cp {out}/grib/t21/{self.case}/SAVED_NORMS {case_dir}/', 'MODE=check']
+        else:
+            lines.append(f'if [ -s "$NORMS/SAVED_NORMS" ]; then cp "$NORMS/SAVED_NORMS" '
+                         f'{case_dir}/ && MODE=check; else MODE=init; fi')
+        lines += [
+            f'echo "bitid run={run} mode=$MODE"',
+            f'(cd {case_dir} && LFDBOP={".TRUE." if fdb else ".FALSE."} '
+            f'IFS_TEST_BITIDENTICAL=$MODE ./ifs-run --launcher="{self.launcher}" '
+            f'--launcher_nproc_flag="{self.launcher_nproc_flag}" > ifs-run.log 2>&1)',
+        ]
+        return ' && '.join(lines)
+
+    @run_before('run')
+    def set_job(self):
+        out = self.io_dir()
+        entries = ' '.join(f'--entry {s} {t} {e}' for s, t, e in self.data_entries)
+        self.env_vars.update({
+            'FDB5_CONFIG_FILE': f'{out}/fdb-config.yaml',
+            'MULTIO_CONFIG_FILE': f'{out}/multio-sinks.yaml',
+        })
+        self.prerun_cmds = [
+            f'NORMS={self.norms_dir}/$(basename "$OIFS_EXEC")/{self.case}',
+            self.step('stage', f'rm -rf {out}/grib {out}/fdb {out}/fdb-root && '
+                      f'python3 -m iostack_rfm.ifstest stage --root {self.test_data} '
+                      f'--cache {out}/cache {entries} && '
+                      f'python3 -m iostack.deployment.fdbconfig --root {out}/fdb-root --out '
+                      f'{out}/fdb-config.yaml && '
+                      f'python3 -m iostack_rfm.multio sinks {out}/multio-sinks.yaml'),
+        ]
+        for run in ('grib', 'fdb'):
+            case_dir = f'{out}/{run}/t21/{self.case}'
+            self.prerun_cmds += [
+                self.step(f'model-{run}', self._run(run, out)),
+                self.step(f'logs-{run}', f'cp {case_dir}/ifs-run.log {run}.ifs-run.log && '
+                          f'cp {case_dir}/ifs.stat {run}.ifs.stat && '
+                          f'cp {case_dir}/NODE.001_01 {run}.NODE.001_01'),
+            ]
+        self.prerun_cmds += [
+            # a first run on this deployment keeps its norms for the releases after it
+            self.step('keep-norms', f'if [ ! -s "$NORMS/SAVED_NORMS" ]; then mkdir -p "$NORMS" '
+                      f'&& cp {out}/grib/t21/{self.case}/SAVED_NORMS "$NORMS/"; fi'),
+            self.step('compare', f'python3 -m iostack_rfm.openifs compare-fdb '
+                      f'{out}/grib/t21/{self.case} --fdb-root {out}/fdb-root > compare.out'),
+        ]
+        self.executable = 'rm'
+        self.executable_opts = ['-rf', f'{out}/grib', f'{out}/fdb', f'{out}/fdb-root']
+
+    def _compared(self, key):
+        return sn.extractsingle(rf'^oifs-output: files=.*\b{key}=(\d+)', 'compare.out', 1, int)
+
+    def _logs(self, reader, run):
+        return parsed(reader, f'{run}.ifs.stat', f'{run}.NODE.001_01')
+
+    @sanity_function
+    def validate(self):
+        return sn.all([
+            self.steps_ok(['stage', 'model-grib', 'logs-grib', 'model-fdb', 'logs-fdb',
+                           'keep-norms', 'compare']),
+            # ifs-check-bitid: norms saved by the first run, equal in every later one
+            sn.assert_found(r'^bitid run=grib mode=(init|check)$', self.stdout),
+            sn.assert_found(r'Norms generated and saved as SAVED_NORMS|Bit-identical test '
+                            r'PASSED', 'grib.ifs-run.log'),
+            sn.assert_found(r'Bit-identical test PASSED', 'fdb.ifs-run.log'),
+            sn.assert_found(r'^oifs-output: files=.* RESULT=IDENTICAL$', 'compare.out'),
+            sn.assert_gt(self._compared('messages'), 0),
+            sn.assert_eq(self._compared('identical'), self._compared('messages')),
+            sn.assert_eq(self._compared('fdb_fields'), self._compared('messages')),
+            sn.assert_eq(self._compared('bytes_fdb'), self._compared('bytes_grib')),
+            sn.assert_eq(self._logs(openifs.forecast_seconds_of_run, 'fdb'),
+                         self._logs(openifs.forecast_seconds_of_run, 'grib')),
+        ])
+
+    @run_after('init')
+    def set_perf_variables(self):
+        for run in ('grib', 'fdb'):
+            self.perf_variables[f'forecast_days_per_day_{run}'] = sn.make_performance_function(
+                self._logs(openifs.forecast_days_per_day_of_run, run), 'days/day')
+        self.perf_variables['messages_compared'] = sn.make_performance_function(
+            self._compared('messages'), 'messages')
+
+
+# the tests ifstest can lay out are the ones this check runs
+assert set(T21_LAYOUT) == set(ifstest.FORECAST_CASES)

@@ -53,6 +53,7 @@ from reframe.utility.cpuinfo import cpuinfo
 # `bin/iostack nightly` gives ReFrame (iostack.regression.reframe.environment).
 import iostack_rfm.launchers  # noqa: F401  (registers launcher `mpirun-ranks`)
 from iostack.core import paths
+from iostack.deployment import stack
 from iostack.site import facts as site_facts
 from iostack_rfm import slots
 
@@ -105,6 +106,13 @@ _LOCAL_PREPARE += [slots.share_host(_STATE)]
 # [OCI-OpenFOAM]: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
 # block:cyclic (ranks fill a node, then round-robin over its sockets).
 _OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
+
+# Applications of the local stack that only some of its environments deploy (spack-env/sites/
+# local/: MultIO in every one, OpenIFS in `nwp`): offered by the `stack` environment where
+# the deployment's lock has them (the release's, in its regression; else the committed one).
+_LOCAL_OPTIONAL_APPS = {'multio': ['multio'], 'openifs': ['openifs-env']}
+_LOCAL_STACK_APPS = {name: modules for name, modules in _LOCAL_OPTIONAL_APPS.items()
+                     if name in {r.name for r in stack.site_roots('local')}}
 
 _LOCAL = site_facts.load('local')
 _CRAY_EX = site_facts.load('cray-ex')
@@ -394,9 +402,11 @@ site_configuration = {
             **_MPI_ENVIRONMENT,
             'features': _MPI_FEATURES + ['stack', 'gnu', 'fdb', 'grib', 'eccodes', 'ior',
                                          'io500', 'nvme-stage', 'fdb-pair', 'netcdf',
-                                         'netcdf-output-bench', 'fdb-archive-bench'],
+                                         'netcdf-output-bench', 'fdb-archive-bench',
+                                         *_LOCAL_STACK_APPS],
             # the second FDB for the cross-version check: Debian's
-            'extras': {'other_fdb_bin': '/usr/bin', **_OPENMP_FLAG},
+            'extras': {'other_fdb_bin': '/usr/bin', 'app_modules': _LOCAL_STACK_APPS,
+                       **_OPENMP_FLAG},
         },
         # [OIFS-HECToR]: the support libraries built with CCE for compute nodes ...
         _cray_pe_environment(

@@ -48,6 +48,12 @@ VERSION_QUERIES: dict[str, VersionQuery] = {
     "fdb": VersionQuery("fdb-info --version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "eckit": VersionQuery("eckit-version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "metkit": VersionQuery("pkg-config --modversion metkit", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    "multio": VersionQuery("pkg-config --modversion multio", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    # ifsMASTER states no version: OIFS_EXEC (the openifs module's) must be the install of
+    # the locked version
+    "openifs": VersionQuery('echo "ifsMASTER at $OIFS_EXEC"',
+                            r"ifsMASTER at \S*/openifs-([^/\s]+?)-[a-z0-9]{7}/bin/ifsMASTER\."
+                            r"(?:SP|DP)$"),
     "openmpi": VersionQuery("mpirun --version", r"\(Open MPI\) (\S+)"),
     "fio": VersionQuery("fio --version", r"fio-(\S+)"),
     "nvme-stage": VersionQuery("nvme-stage --version", r"^nvme-stage (\S+)"),

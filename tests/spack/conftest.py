@@ -23,9 +23,9 @@ from iostack.spack import config, runner
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
-LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "ior", "io500", "netcdf-output-bench",
-               "fdb-archive-bench",
-               "nvme-stage", "compiler-wrapper", "gcc-runtime"}
+LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "multio", "ior", "io500",
+               "netcdf-output-bench", "fdb-archive-bench", "nvme-stage", "compiler-wrapper",
+               "gcc-runtime"}
 
 
 @pytest.fixture(scope="session")

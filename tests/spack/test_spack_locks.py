@@ -1,5 +1,6 @@
-"""With real Spack: every site's committed spack.lock is what a fresh concretization gives
-(all sites side by side), whichever way Spack was obtained (clone or release tarball)."""
+"""With real Spack: every site's committed spack.lock, and that of each other environment of
+a site (local/nwp, with OpenIFS), is what a fresh concretization gives (side by side),
+whichever way Spack was obtained (clone or release tarball)."""
 import pytest
 
 from iostack.site import facts
@@ -8,14 +9,14 @@ from iostack.spack import locks
 
 @pytest.fixture(scope="module")
 def fresh(timings):
-    results = locks.fresh_locks(facts.spack_sites())
+    results = locks.fresh_locks(facts.all_spack_envs())
     for site, result in results.items():
         if not isinstance(result, Exception):
             timings[f"concretize {site} (side by side)"] = result[1]
     return results
 
 
-@pytest.mark.parametrize("site", facts.spack_sites())
+@pytest.mark.parametrize("site", facts.all_spack_envs())
 def test_site_lock_is_fresh(fresh, site):
     result = fresh[site]
     assert not isinstance(result, Exception), str(result)

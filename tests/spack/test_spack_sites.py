@@ -29,7 +29,7 @@ def site_spec(site, spec, tmp_path):
 # lock freshness and lock content tests cover: tests/spack/test_spack_locks.py,
 # tests/unit/test_site_locks.py).
 SPECS = [
-    ("cray-ex", "openifs precision=double ~fdb craype=gnu os=sles15 target=zen2 %prgenv-gnu"),
+    ("cray-ex", "openifs@48r1.1.0 precision=double craype=gnu os=sles15 target=zen2 %prgenv-gnu"),
 ]
 
 

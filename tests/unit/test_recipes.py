@@ -7,7 +7,7 @@ import pytest
 from iostack.core import digest, paths
 
 PACKAGES = paths.REPO / "packages" / "spack_repo" / "iostack" / "packages"
-BUILTIN_NAMES_WE_EXTEND = {"eccodes", "eckit", "fdb", "metkit"}
+BUILTIN_NAMES_WE_EXTEND = {"ecbuild", "eccodes", "eckit", "ecmwf_atlas", "fckit", "fdb", "metkit"}
 
 
 def builtin_names():

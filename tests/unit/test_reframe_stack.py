@@ -25,8 +25,8 @@ def test_local_roots_come_from_the_lock_each_with_its_program():
     assert roots["nvme-stage"].modules_to_load() == ["nvme-stage/1.1.0"]
     # what the smoke check's environment must offer: gcc builds run in a `+gnu` one
     assert {r.name: r.compiler for r in roots.values()} == {
-        "eccodes": "", "eckit": "gcc", "metkit": "gcc", "fdb": "gcc", "ior": "gcc",
-        "io500": "gcc", "netcdf-output-bench": "gcc", "nvme-stage": "",
+        "eccodes": "", "eckit": "gcc", "metkit": "gcc", "fdb": "gcc", "multio": "gcc",
+        "ior": "gcc", "io500": "gcc", "netcdf-output-bench": "gcc", "nvme-stage": "",
         "fdb-archive-bench": "gcc", "fio": ""}
 
 

@@ -54,8 +54,10 @@ class Mode(NamedTuple):
 _NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
                       "FdbThroughputCheck", "FdbWriterScalingCheck", "IO500Check",
                       "IorLayoutCheck", "MdtestScalingCheck", "MotorBikeStagingCheck",
+                      "MultioFdbBitIdentityCheck", "MultioHammerThroughputCheck",
                       "NetcdfOutputCheck", "NodeHardwareCheck", "OpenFOAMPitzDailyCheck",
-                      "OpenIFSOutputCheck", "PitzDailyInterNodeCheck", "StackSmokeCheck"})
+                      "OpenIFSOutputCheck", "OpenifsCheck", "PitzDailyInterNodeCheck",
+                      "StackSmokeCheck"})
 #: The ReFrame modes of reframe-tests/config/iostack.py (same names; a test keeps the two
 #: and the checks that exist in step): what each must load, and its wall-clock bound.
 MODES = {

@@ -254,6 +254,37 @@ def spack_sites():
     return sorted(p.name for p in paths.SPACK_ENV_SITES.iterdir() if (p / "spack.yaml").is_file())
 
 
+def spack_envs(site: str) -> list[str]:
+    """A site's Spack environments besides its default (spack-env/sites/<site>/spack.yaml):
+    spack-env/sites/<site>/<env>/spack.yaml, each reading the site's packages.yaml."""
+    top = paths.SPACK_ENV_SITES / site
+    if not top.is_dir():
+        return []
+    return sorted(p.name for p in top.iterdir() if (p / "spack.yaml").is_file())
+
+
+def spack_env(site: str, env: str | None) -> str:
+    """The environment Spack runs in, as a path under spack-env/sites: `site` or `site/env`."""
+    if not env:
+        return site
+    if env not in spack_envs(site):
+        raise FactsError(f"site {site} has no environment {env!r}; its environments: "
+                         f"{', '.join(spack_envs(site)) or 'none besides the default'}")
+    return f"{site}/{env}"
+
+
+def all_spack_envs() -> list[str]:
+    """Every site's default environment and its others (`site/env`), as locks name them."""
+    return [name for site in spack_sites()
+            for name in [site, *(f"{site}/{e}" for e in spack_envs(site))]]
+
+
+def check_spack_env(name: str) -> str:
+    """`site` or `site/env`, checked."""
+    site, _, env = name.partition("/")
+    return spack_env(check_site(site), env or None)
+
+
 def ansible_sites():
     if not paths.ANSIBLE_INVENTORIES.is_dir():
         return []

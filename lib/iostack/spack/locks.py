@@ -22,7 +22,7 @@ class ConcretizationFailed(Failed):
 
 def fresh_lock(site: str) -> tuple[dict, float]:
     """Concretize a site from scratch in a temporary copy; (its lock, seconds taken)."""
-    with tempfile.TemporaryDirectory(prefix=f"iostack-lock-{site}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"iostack-lock-{site.replace('/', '-')}-") as tmp:
         tree = pathlib.Path(tmp) / "spack-env"
         shutil.copytree(paths.REPO / "spack-env", tree,
                         ignore=shutil.ignore_patterns(".spack-env", "spack.lock"))

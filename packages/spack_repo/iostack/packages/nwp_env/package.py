@@ -18,4 +18,5 @@ class NwpEnv(BundlePackage):
     depends_on("eckit", type="run")
     depends_on("metkit", type="run")
     depends_on("fdb+tools", type="run")
-    depends_on("openifs+fdb", type="run", when="+openifs")
+    depends_on("openifs", type="run", when="+openifs")
+    depends_on("multio+fdb", type="run", when="+openifs")

@@ -22,44 +22,55 @@ class Openifs(CrayPEPackage, CMakePackage):
 
     license("Apache-2.0")
 
-    # Full commit of github.com/ecmwf-ifs/openifs at which bundle.yml declares ifs-bundle 49.1
-    # (ecCodes 2.38.3, eckit 1.28.0, fckit 0.13.1, metkit 1.11.19, FDB 5.13.0, atlas 0.39.0,
-    # multio 2.2.2, ecbuild 3.8.5, FCM 2019.09.0).
-    version("49r1", commit="90d06176c0a4ffd6b3941cfe3bb4cd426e364e51")
+    # The release: tag openifs-48r1.1.0 of github.com/ecmwf-ifs/openifs, at this commit.
+    version("48r1.1.0", tag="openifs-48r1.1.0", commit="6c93ad58cdb9711b088e7af3025a5b6de3780697")
+    # CY49R1: the repository's main branch at this commit (bundle.yml: ifs-bundle 49.1).
+    version("49r1", commit="18ac98c6679fdb7591ca8fc75e6dafc822ebcdf3")
 
     root_cmakelists_dir = "ifs-source"
 
+    # ecbundle builds IFS with CMAKE_BUILD_TYPE=Bit, whose flags ifs-source's
+    # cmake/compile_flags.cmake sets per compiler (gfortran: -g -O2); Debug is -O0.
+    variant("build_type", default="Bit", values=("Bit", "Debug"), multi=False,
+            description="CMake build type, as ifs-source's compile_flags.cmake defines them")
     variant("precision", default="single", values=("single", "double"), multi=False,
             description="Floating-point precision of ifsMASTER (SP or DP executable)")
-    variant("fdb", default=True,
-            description="FDB output (namelist LFDBOP=T, [OIFS-HECToR]); GRIB files otherwise")
 
     depends_on("c", type="build")
     depends_on("cxx", type="build")
     depends_on("fortran", type="build")
-    # ifs-source asks for ecbuild 3.1+; the bundle uses 3.8.5, builtin has up to 3.7.2.
-    depends_on("ecbuild@3.7:", type="build")
     depends_on("fcm@2019.09.0", type="build")
-    depends_on("python@3.8:", type=("build", "run"))
+    depends_on("python@3.6:", type="build")  # ecbuild_find_python(VERSION 3.6)
 
+    # What ifs-source's CMakeLists.txt asks for, per release (the bundles pin exact versions,
+    # which the site's environment chooses; see spack-env/templates/nwp.yaml). ifs-source
+    # wants ecbuild 3.1, its contributed fiat and ectrans 3.4.
+    depends_on("ecbuild@3.4:", type="build")
     depends_on("mpi")
     depends_on("lapack")
-    depends_on("hdf5+fortran+hl+mpi")
+    # arpifs links NetCDF::NetCDF_Fortran whatever ENABLE_IFS_NETCDF says (cmake/arpifs.cmake)
     depends_on("netcdf-c")
     depends_on("netcdf-fortran")
-
-    depends_on("eccodes@2.38:+fortran")
-    depends_on("eckit@1.28:+mpi")
-    depends_on("fckit@0.13:")
-    depends_on("metkit@1.11:")
-    depends_on("fdb@5.13:", when="+fdb")
-    depends_on("ecmwf-atlas@0.39:+fckit")
-    depends_on("multio")
-    depends_on("multio+fdb", when="+fdb")
-    depends_on("ecflow-light")
+    depends_on("eccodes+fortran")
+    depends_on("eccodes@2:", when="@48r1.1.0")
+    depends_on("eccodes@2.28:", when="@49r1")
+    depends_on("eckit+mpi")
+    depends_on("eckit@0.17:", when="@48r1.1.0")
+    depends_on("fckit@0.5:", when="@48r1.1.0")
+    depends_on("fckit")
+    # FDB is REQUIRED at build time; writing to it or to GRIB files is the run-time namelist
+    # switch LFDBOP
+    depends_on("fdb@5:")
+    depends_on("ecmwf-atlas@0.17.1:+fckit")
+    depends_on("multio+fdb")
+    depends_on("multio@0.3:", when="@48r1.1.0")
+    # 49r1 links multio-fapi, multio's Fortran API since 2.0 (cmake: find_package(multio))
+    depends_on("multio@2:+fortran", when="@49r1")
+    depends_on("ecflow-light", when="@49r1")
 
     def cmake_args(self):
         single = self.spec.satisfies("precision=single")
+        # what bundle.yml passes to ifs_sp/ifs_dp, with its openifs-only option
         args = [
             self.define("ENABLE_SINGLE_PRECISION", single),
             self.define("ENABLE_OPENIFS_ONLY", True),
@@ -70,19 +81,30 @@ class Openifs(CrayPEPackage, CMakePackage):
             self.define("ENABLE_SCMEC", False),
             self.define("ENABLE_OMP", True),
             self.define("ENABLE_IFS_NETCDF", True),
+            self.define("ENABLE_MKL", False),
+            self.define("FFTW_ENABLE_MKL", False),
+            self.define("INSTALL_LIB_DIR", "lib"),
+            self.define("ECBUILD_INSTALL_LIBRARY_HEADERS", False),
+            self.define("ECBUILD_INSTALL_FORTRAN_MODULES", False),
+            self.define("CMAKE_LINK_DEPENDS_NO_SHARED", True),
             self.define("FCM_EXECUTABLE", join_path(self.spec["fcm"].prefix.bin, "fcm")),
         ]
+        if self.spec.satisfies("@48r1.1.0"):
+            args += [self.define("ECBUILD_2_COMPAT", True),
+                     self.define("ECBUILD_2_COMPAT_DEPRECATE", False)]
         return args + super().cmake_args()  # CrayPEPackage: the craype toolchain
 
     @run_after("install")
     def install_run_scripts(self):
-        # The experiment run scripts (oifs-run, exp-config.h, job wrappers) and the
-        # platform config the OIFS_* variables come from.
-        for subdir in ("scripts", "arch"):
-            if os.path.isdir(subdir):
-                install_tree(subdir, join_path(self.prefix.share.openifs, subdir))
-        if os.path.exists("oifs-config.edit_me.sh"):
-            install("oifs-config.edit_me.sh", self.prefix.share.openifs)
+        # The experiment run scripts (oifs-run, exp-config.h, job wrappers), the platform
+        # config the OIFS_* variables come from, and ifs-test (its cases, storage.yaml),
+        # which OpenifsCheck runs (reframe-tests/checks/openifs.py)
+        source = self.stage.source_path
+        for subdir in ("scripts", "arch", "ifs-test"):
+            if os.path.isdir(join_path(source, subdir)):
+                install_tree(join_path(source, subdir), join_path(self.prefix.share.openifs, subdir))
+        if os.path.exists(join_path(source, "oifs-config.edit_me.sh")):
+            install(join_path(source, "oifs-config.edit_me.sh"), self.prefix.share.openifs)
 
     @property
     def precision_suffix(self):
@@ -91,7 +113,7 @@ class Openifs(CrayPEPackage, CMakePackage):
     def setup_run_environment(self, env: EnvironmentModifications) -> None:
         # What OpenIFS's run scripts read (docs/oifs_env_vars.md).
         env.set("OIFS_HOME", self.prefix.share.openifs)
-        env.set("OIFS_CYCLE", str(self.version))
+        env.set("OIFS_CYCLE", str(self.version).split(".")[0])  # the cycle: 48r1, 49r1
         env.set("OIFS_EXEC", join_path(self.prefix.bin, f"ifsMASTER.{self.precision_suffix}"))
         env.set("OIFS_TEST", join_path(self.prefix.share.openifs, "scripts", "build_test"))
         env.set("OIFS_RUN_SCRIPT", join_path(self.prefix.share.openifs, "scripts", "exp_3d"))

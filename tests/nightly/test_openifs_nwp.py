@@ -1,0 +1,77 @@
+"""OpenIFS 48r1.1.0 built offline from the source mirror: the local site's `nwp` environment
+deployed cold into a fresh root (over an hour of Fortran: CI only fetches its sources and
+concretizes it, tests/spack/test_spack_openifs.py). ifsMASTER must be built and resolve
+every library it links, `module load openifs-env` must give it to users, and OpenifsCheck
+must skip, in one line, where the site has none of ifs-test's data (nothing downloads)."""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from iostack.core import paths
+
+IOSTACK = str(paths.REPO / "bin" / "iostack")
+# Spack's install log: each package's build time
+_INSTALLED = re.compile(r"==> (\S+): Successfully installed \S+\n.*?Total: ([^\n]+)", re.S)
+
+
+def iostack(*args, timeout=6 * 3600):
+    start = time.monotonic()
+    p = subprocess.run([IOSTACK, *map(str, args)], capture_output=True, text=True,
+                       timeout=timeout)
+    print(f"$ iostack {' '.join(map(str, args))}  # rc {p.returncode}, "
+          f"{time.monotonic() - start:.0f} s\n{p.stdout[-4000:]}{p.stderr[-4000:]}")
+    return p, time.monotonic() - start
+
+
+@pytest.fixture(scope="module")
+def nwp_deploy(tmp_path_factory, timings):
+    root = tmp_path_factory.mktemp("nwp")
+    p, seconds = iostack("deploy", "--site", "local", "--env", "nwp", "--root", root,
+                         "--skip-regression")
+    assert p.returncode == 0, p.stderr[-3000:]
+    timings["deploy local/nwp (OpenIFS 48r1.1.0), cold"] = seconds
+    for package, total in sorted(_INSTALLED.findall(p.stdout + p.stderr)):
+        timings[f"  build {package}"] = total
+    (release,) = (root / "releases").glob("2*")
+    return root, release
+
+
+def test_ifsmaster_is_built_and_links_what_it_needs(nwp_deploy):
+    root, _ = nwp_deploy
+    (prefix,) = (root / "opt").glob("openifs-48r1.1.0-*")
+    master = prefix / "bin" / "ifsMASTER.SP"
+    assert master.is_file() and os.access(master, os.X_OK)
+    ldd = subprocess.run(["ldd", str(master)], capture_output=True, text=True)
+    assert ldd.returncode == 0 and "not found" not in ldd.stdout, ldd.stdout
+    # the MultIO and FDB it writes with are the stack's, not Debian's
+    for lib in ("libmultio.so", "libfdb5.so", "libeckit.so"):
+        (line,) = [x for x in ldd.stdout.splitlines() if x.strip().startswith(lib)]
+        assert str(root / "opt") in line, line
+    assert (prefix / "share" / "openifs" / "ifs-test" / "storage.yaml").is_file()
+
+
+def test_module_load_openifs_env_gives_ifsmaster(nwp_deploy):
+    root, release = nwp_deploy
+    (master,) = (root / "opt").glob("openifs-48r1.1.0-*/bin/ifsMASTER.SP")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMOD", "MODULE"))}
+    p = subprocess.run(["bash", "-c", "source /usr/share/lmod/lmod/init/bash && module use "
+                        f"{release / 'modulefiles' / 'Core'} && module load openifs-env && "
+                        "echo OIFS_EXEC=$OIFS_EXEC && command -v multio-sink fdb-read"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert f"OIFS_EXEC={master}" in p.stdout.splitlines()
+
+
+def test_openifs_check_without_data_skips_in_one_line(nwp_deploy, tmp_path):
+    root, release = nwp_deploy
+    assert iostack("switch", "--site", "local", "--root", root, release.name,
+                   "--force")[0].returncode == 0
+    p, _ = iostack("nightly", "--site", "local", "--root", root, "--", "-n", "OpenifsCheck",
+                   "-S", f"OpenifsCheck.test_data={tmp_path}")
+    out = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout)
+    skips = re.findall(r"^\[ +SKIP \] \(\d/3\) OpenifsCheck %case=\w+ .*? \[(.*)\]$", out, re.M)
+    assert len(skips) == 3 and len(set(skips)) == 1, out[-3000:]
+    assert skips[0].startswith(f"no OpenIFS test data in {tmp_path}: it needs ifs-test")
