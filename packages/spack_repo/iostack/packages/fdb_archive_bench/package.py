@@ -21,9 +21,11 @@ class FdbArchiveBench(CMakePackage):
     # iostack commit pins it and no sha256 exists. The version must match project(VERSION)
     # in its CMakeLists.txt (checked before configuring).
     has_code = False
-    version("1.0.0")
+    # 1.1.0: the raw path (--path raw), resource counters, FDB_HOME's resource file,
+    # fdb-archive-profile
+    version("1.1.0")
     # sha256 of src/fdb-archive-bench per version (in_repo.tree_sha256): a changed source needs a new one
-    SOURCE_SHA256 = {"1.0.0": "9860e8ece4aa9d4cf19c4c10ac80bf0c693fb3403b666af2660b1eb1db704a52"}
+    SOURCE_SHA256 = {"1.1.0": "7d200acbdaff668117f5bdac666fa3ca78458f735d35248d940c346afe49e8a6"}
 
     depends_on("cxx", type="build")
     depends_on("cmake@3.18:", type="build")
