@@ -35,6 +35,18 @@ fio writing the same bytes with the same durability, with the same sync audit
 (iostack_rfm.multio hammer prints its statistics as fdb-hammer does). Its fdb_write_ratio
 stands beside fdb-hammer's for each durability in the same session.
 
+What a field costs, so that a site can compare its profile with another's (FdbThroughputCheck's
+performance variables beside the ratios): `us_per_field` (FDB's time per field, end sync
+included) and `overhead_us_per_field` (that beyond the raw write of the same bytes), medians
+over the repetitions; and from an untimed profile of one writer at `profile_steps` and twice
+as many steps, the difference over the extra fields: `syscalls_per_field` (strace -c; and
+write, fdatasync, ... by name), `page_faults_per_field` (getrusage). Where the CPU goes, by
+symbol: fdb-archive-profile --perf (the fdb-archive-bench package; README beside its source).
+
+FdbFieldSizeCheck repeats FdbThroughputCheck for [OIFS-HECToR]'s resolutions' field sizes
+(T159 ~40 KB, T511 ~400 KB, T1279 ~2 MiB, 16-bit packing on a regular grid), as many bytes
+each: per-field overhead against bytes.
+
 FdbWriterScalingCheck is [OIFS-HECToR]'s NWRTOUT experiment on one node: the same fields
 archived by 1, 2, 4, ... concurrent writers (key path, each with its own (member, step)
 keys) against as many concurrent fio jobs, reporting each count's ratio and the best.
@@ -76,7 +88,11 @@ WORKLOADS = {
     # cluster partitions: 504 fields, 0.97 GiB per pass (and fio's as much again)
     'large': {'nsteps': 18, 'members': 4, 'nparams': 7},
 }
-GRID = (721, 1440)
+#: regular lat/lon grids whose 16-bit fields have the sizes of [OIFS-HECToR]'s resolutions'
+#: (points, bytes): T159 20200, 40.6 KB; T511 205440, 411 KB; T1279 1038240, 2.08 MB. A
+#: smaller field takes proportionally more steps, so that every size writes as many bytes.
+GRIDS = {'T159': (101, 200), 'T511': (321, 640), 'T1279': (721, 1440)}
+STEPS_SCALE = {'T159': 50, 'T511': 5, 'T1279': 1}
 SCRIPT = paths.REFRAME_DIR / 'iostack_rfm' / 'templates' / 'fdb-throughput.sh'
 LIST_REQUEST = 'class=od,expver=0001'
 #: iostack_rfm.fdb.write_figures' figures and their units
@@ -96,9 +112,14 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
     #: steps of the untimed pass under strace that proves each side's syncs (0: none, for
     #: a site without strace)
     audit_steps = variable(int, value=2)
+    #: steps of the untimed profile of one FDB writer (it runs this many and twice as many;
+    #: 0: none)
+    profile_steps = variable(int, value=0)
     writer_counts = variable(list, value=[1])
     #: the MARS keys every archived field has (the count of fields FDB lists)
     list_request = variable(str, value=LIST_REQUEST)
+    #: the fields' grid (GRIDS)
+    field = variable(str, value='T1279')
     # the site's stack only: timed once per partition (a node's own FDB, Debian's in
     # `builtin`, has the bit-identity checks; `-S valid_prog_environs=builtin` times it)
     valid_prog_environs = ['+fdb +stack']
@@ -129,7 +150,9 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
 
     @property
     def workload(self):
-        return WORKLOADS[self.size]
+        w = dict(WORKLOADS[self.size])
+        w['nsteps'] *= STEPS_SCALE[self.field]
+        return w
 
     @property
     def expected_fields(self):
@@ -166,7 +189,8 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
             'mkdir -p fdb-home/etc/config',
             f"printf '{resources}' > fdb-home/etc/config/local",
             # one ensemble-member field on level 1 as the writers' template
-            f'python3 -m iostack_rfm.gribgen first.grib 1 1 {GRID[0]} {GRID[1]} --count 1',
+            f'python3 -m iostack_rfm.gribgen first.grib 1 1 {GRIDS[self.field][0]} '
+            f'{GRIDS[self.field][1]} --count 1',
             'grib_set -s productDefinitionTemplateNumber=1,type=pf,stream=enfo,number=1,level=1'
             ' first.grib template.grib',
         ]
@@ -174,7 +198,8 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
         self.executable_opts = [
             str(SCRIPT), io, self.durability, str(self.repeats),
             f"'{' '.join(map(str, self.writer_counts))}'", str(w['nsteps']), str(w['members']),
-            str(w['nparams']), '$(stat -c %s template.grib)', str(self.audit_steps), '--',
+            str(w['nparams']), '$(stat -c %s template.grib)', str(self.audit_steps),
+            str(self.profile_steps), '--',
             *self.writer_command()]
         self.postrun_cmds = [
             f'echo "fields listed=$(fdb-list --porcelain {self.list_request} | grep -c \'^{{\')"',
@@ -201,6 +226,22 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
                       [self._writer_outs(n, r) for r in reps],
                       self._sync_times('raw', n), self._sync_times('fdb', n))
 
+    def per_field(self, n):
+        """iostack_rfm.fdb.seconds_per_field for `n` writers."""
+        reps = range(1, self.repeats + 1)
+        return parsed(fdb.seconds_per_field, [f'raw-{n}-{r}.json' for r in reps],
+                      [self._writer_outs(n, r) for r in reps],
+                      self._sync_times('raw', n), self._sync_times('fdb', n))
+
+    def profile(self):
+        """iostack_rfm.fdb.profile_figures of the untimed profile."""
+        small, big = self.profile_steps, 2 * self.profile_steps
+        return parsed(fdb.profile_figures,
+                      f'profile-{small}-syscalls.out', f'profile-{small}.strace',
+                      f'profile-{big}-syscalls.out', f'profile-{big}.strace',
+                      f'profile-{small}-rusage.out', f'profile-{small}.rusage',
+                      f'profile-{big}-rusage.out', f'profile-{big}.rusage')
+
     def cpu_per_gib(self, n):
         reps = range(1, self.repeats + 1)
         return parsed(fdb.median_cpu_per_gib, [self._writer_outs(n, r) for r in reps],
@@ -224,7 +265,8 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
             sn.assert_eq(sn.count(sn.findall(r'^fio writers=\d+ rc=0$', self.stdout)),
                          len(passes) + bool(self.audit_steps)),
             sn.assert_eq(sn.count(sn.findall(r'^fdb writer=\d+ writers=\d+ rc=0$', self.stdout)),
-                         r * sum(counts) + (counts[-1] if self.audit_steps else 0)),
+                         r * sum(counts) + (counts[-1] if self.audit_steps else 0)
+                         + (4 if self.profile_steps else 0)),
             # every field listed after the last pass
             sn.assert_eq(sn.extractsingle(r'fields listed=(\d+)', self.stdout, 1, int),
                          self.expected_fields),
@@ -237,6 +279,8 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
                 sn.assert_eq(parsed(fdb.written_bytes_problems, f'raw-{n}-{i}.json',
                                     self._writer_outs(n, i)), [], msg='{0}'),
             ]
+        if self.profile_steps:
+            checks.append(sn.assert_found(r'^profile done', self.stdout))
         if self.audit_steps:
             checks += [sn.assert_found(r'^sync audit done', self.stdout),
                        sn.assert_eq(self._audit_problems(), [], msg='sync audit: {0}')]
@@ -251,6 +295,7 @@ class FdbThroughputCheck(FdbWriteMeasurement):
     path = parameter(['message', 'key'])
     #: fdbBufferSize (synchronous) or fdbSizeAsyncBuffer (async), MiB; 64 is the default
     buffer_mib = parameter([64, 4])
+    profile_steps = 2
 
     def uses_archive_bench(self):
         return self.path == 'key'
@@ -269,6 +314,14 @@ class FdbThroughputCheck(FdbWriteMeasurement):
             self.perf_variables[var] = sn.make_performance_function(figures[var], unit)
         self.perf_variables['fdb_cpu_per_gib'] = sn.make_performance_function(
             self.cpu_per_gib(1), 's/GiB')
+        per_field = self.per_field(1)
+        for var in ('us_per_field', 'overhead_us_per_field'):
+            self.perf_variables[var] = sn.make_performance_function(per_field[var], 'us')
+        if self.profile_steps:
+            profile = self.profile()
+            for var in ('syscalls_per_field', 'page_faults_per_field', 'write_per_field',
+                        'fdatasync_per_field'):
+                self.perf_variables[var] = sn.make_performance_function(profile[var], 'count')
         if self.path == 'message':
             self.perf_variables['fdb_read_bw'] = sn.make_performance_function(
                 sn.extractsingle(r'^Total rate:\s*(\S+) MB / s', 'hammer-read.out', 1, float),
@@ -314,6 +367,20 @@ class FdbThroughputCheck(FdbWriteMeasurement):
                                  ('Key mismatches', 0))]
         return sn.all([self.measurement_ok(), sn.assert_found(r'^read rc=0$', self.stdout),
                        *read])
+
+
+@rfm.simple_test
+class FdbFieldSizeCheck(FdbThroughputCheck):
+    descr = ('FDB archive overhead per field and FDB/raw against field size (T159, T511, T1279 '
+             'fields of [OIFS-HECToR])')
+    resolution = parameter(list(GRIDS))
+    durability = parameter(['sync-flush', 'sync-end'])
+    buffer_mib = parameter([64])
+
+    @run_after('init')
+    def set_tags(self):
+        self.tags = {'fdb', 'performance', 'weekly'}
+        self.field = self.resolution
 
 
 @rfm.simple_test

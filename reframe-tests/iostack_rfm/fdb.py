@@ -12,6 +12,11 @@ audit-fdb-W.strace and, for the end-sync variants, audit-{raw,fdb}-sync.strace.
 Both sides' throughput is defined alike: all writers' bytes over the slowest writer's time
 (fio's runtime per job; FDB's "Writing duration", which leaves out fdb-hammer's GRIB
 encoding), plus the final syncfs where the variant ends with one.
+
+The profile (PROFILE_STEPS > 0) leaves, for one FDB writer at S and 2S steps,
+profile-S.strace (`strace -f -c`), profile-S.rusage (page faults, context switches) and the
+writer's statistics (profile-S-syscalls.out, profile-S-rusage.out): what one more field
+costs is the difference between the two sizes over the difference in fields.
 """
 from __future__ import annotations
 
@@ -200,3 +205,65 @@ def best_writers(counts: list[int], ratios: list[float]) -> tuple[int, float]:
     """The writer count with the highest FDB/raw ratio (the fewest writers on a tie)."""
     best = max(range(len(counts)), key=lambda i: (ratios[i], -counts[i]))
     return counts[best], ratios[best]
+
+
+# -- per field ------------------------------------------------------------------------------
+
+def seconds_per_field(raw_jsons: list[str], writer_outs: list[list[str]], raw_syncs: list[str],
+                      fdb_syncs: list[str]) -> dict[str, float]:
+    """Medians over repetitions of FDB's microseconds per field (the slowest writer's time,
+    end sync included, over its share of the fields) and of what that is beyond the raw
+    write of the same bytes in the pass just before it."""
+    fdb_us, over_us = [], []
+    for i, (raw, outs) in enumerate(zip(raw_jsons, writer_outs, strict=True)):
+        fields = sum(hammer_stats(outs, 'Fields written')) / len(outs)
+        total = sum(hammer_stats(outs, 'Bytes written'))
+        fdb = total / fdb_rate(outs, fdb_syncs[i] if fdb_syncs else None) / MiB
+        raw_s = total / raw_rate(raw, raw_syncs[i] if raw_syncs else None) / MiB
+        fdb_us.append(fdb / fields * 1e6)
+        over_us.append((fdb - raw_s) / fields * 1e6)
+    return {'us_per_field': statistics.median(fdb_us),
+            'overhead_us_per_field': statistics.median(over_us)}
+
+
+def strace_summary(text: str) -> dict[str, int]:
+    """Calls per system call from `strace -c` (its table: % time, seconds, usecs/call,
+    calls, [errors,] syscall; the total row left out)."""
+    calls = {}
+    for m in re.finditer(r'^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$', text, re.M):
+        if m.group(2) != 'total':
+            calls[m.group(2)] = calls.get(m.group(2), 0) + int(m.group(1))
+    return calls
+
+
+def rusage(text: str) -> dict[str, int]:
+    """The profile's `minflt=.. majflt=.. nvcsw=.. nivcsw=..` line."""
+    found = {k: int(v) for k, v in re.findall(r'\b(minflt|majflt|nvcsw|nivcsw)=(\d+)', text)}
+    if len(found) != 4:
+        raise ValueError(f'no rusage in {text[:80]!r}')
+    return found
+
+
+def per_field(small_out: str, small: dict[str, int], big_out: str, big: dict[str, int]
+              ) -> dict[str, float]:
+    """What one more field costs: the difference of two counts (a pass and one with more
+    fields) over the difference of their fields."""
+    extra = stat(big_out, 'Fields written') - stat(small_out, 'Fields written')
+    if not extra > 0:
+        raise ValueError('the profile\'s second pass wrote no more fields than its first')
+    return {k: (big.get(k, 0) - small.get(k, 0)) / extra for k in sorted(set(small) | set(big))}
+
+
+def profile_figures(small_syscalls_out: str, small_strace: str, big_syscalls_out: str,
+                    big_strace: str, small_rusage_out: str, small_rusage: str,
+                    big_rusage_out: str, big_rusage: str) -> dict[str, float]:
+    """The profile's per-field figures: system calls (all, and the data-path ones by name:
+    write, fdatasync, fsync, openat, close, lseek), page faults (minor + major)."""
+    calls = per_field(small_syscalls_out, strace_summary(small_strace),
+                      big_syscalls_out, strace_summary(big_strace))
+    usage = per_field(small_rusage_out, rusage(small_rusage), big_rusage_out, rusage(big_rusage))
+    figures = {'syscalls_per_field': sum(calls.values()),
+               'page_faults_per_field': usage['minflt'] + usage['majflt']}
+    for name in ('write', 'fdatasync', 'fsync', 'openat', 'close', 'lseek'):
+        figures[f'{name}_per_field'] = calls.get(name, 0.0)
+    return figures

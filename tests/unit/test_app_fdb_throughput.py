@@ -139,3 +139,73 @@ def test_written_bytes_are_compared_writer_by_writer():
 def test_best_writer_count_prefers_fewer_writers_on_a_tie():
     assert fdb.best_writers([1, 2, 4], [0.5, 0.9, 0.9]) == (2, 0.9)
     assert fdb.best_writers([1, 2], [0.7, 0.6]) == (1, 0.7)
+
+
+def test_seconds_per_field_are_the_slowest_writers_share_and_its_excess_over_raw():
+    # writer() archives 3 fields: 3 s for 3 fields is 1e6 us per field; raw 1.5 s for the
+    # same bytes is 0.5e6 us per field, so 0.5e6 us of excess
+    raws = [fio_json((100 * MiB, 1500)), fio_json((100 * MiB, 1000)), fio_json((100 * MiB, 3000))]
+    outs = [[writer(100 * MiB, 3.0)], [writer(100 * MiB, 6.0)], [writer(100 * MiB, 1.5)]]
+    figures = fdb.seconds_per_field(raws, outs, [], [])
+    # per pass: (1e6, 0.5e6), (2e6, 5/3e6), (0.5e6, -0.5e6): medians
+    assert figures == pytest.approx({"us_per_field": 1e6, "overhead_us_per_field": 0.5e6})
+    # an end sync counts on both sides
+    figures = fdb.seconds_per_field(raws[:1], outs[:1], ["real=0.300 user=0 sys=0"],
+                                    ["real=3.000 user=0 sys=0"])
+    assert figures == pytest.approx({"us_per_field": 2e6, "overhead_us_per_field": 1.4e6})
+
+
+# `strace -f -c` of fdb-archive-bench --path key (FDB 5.10.8, strace 6.1), 2 and 4 steps of
+# 7 fields: rows of the real tables, the total row included
+STRACE_2 = """\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ------------------
+ 75.22    0.019566        1630        12           write
+  6.46    0.001680         240         7           fdatasync
+  6.25    0.001626           6       236           mmap
+  2.66    0.000693           4       148        16 openat
+  1.21    0.000315           2       131           close
+  0.16    0.000042           2        21           lseek
+  0.15    0.000038          19         2           fsync
+------ ----------- ----------- --------- --------- ------------------
+100.00    0.026010          17      557       16 total
+"""
+STRACE_4 = """\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ------------------
+ 79.83    0.024825        1241        20           write
+  4.79    0.001488         114        13           fdatasync
+  1.59    0.000493           3       152        16 openat
+  1.19    0.000371           1       236           mmap
+  0.78    0.000243           1       135           close
+  0.17    0.000053           1        31           lseek
+  0.00    0.000000           0         2           fsync
+------ ----------- ----------- --------- --------- ------------------
+100.00    0.031097          19      589       16 total
+"""
+
+
+def test_strace_summary_reads_calls_by_name_without_the_total():
+    assert fdb.strace_summary(STRACE_2) == {"write": 12, "fdatasync": 7, "mmap": 236,
+                                            "openat": 148, "close": 131, "lseek": 21, "fsync": 2}
+
+
+def test_profile_figures_are_the_cost_of_one_more_field():
+    small, big = writer(1, 1).replace("3", "14", 1), writer(1, 1).replace("3", "28", 1)
+    figures = fdb.profile_figures(small, STRACE_2, big, STRACE_4,
+                                  small, "minflt=3700 majflt=1 nvcsw=10 nivcsw=2\n",
+                                  big, "minflt=3728 majflt=1 nvcsw=20 nivcsw=2\n")
+    # 14 more fields: 8 writes, 6 fdatasyncs, 4 opens, 4 closes, 10 lseeks; mmap and fsync
+    # are start-up's (the same in both)
+    assert figures == pytest.approx({
+        "syscalls_per_field": 32 / 14, "page_faults_per_field": 2.0, "write_per_field": 8 / 14,
+        "fdatasync_per_field": 6 / 14, "fsync_per_field": 0.0, "openat_per_field": 4 / 14,
+        "close_per_field": 4 / 14, "lseek_per_field": 10 / 14})
+
+
+def test_a_profile_without_more_fields_in_its_second_pass_is_an_error():
+    same = writer(1, 1)
+    with pytest.raises(ValueError, match="no more fields"):
+        fdb.per_field(same, {"write": 1}, same, {"write": 2})
+    with pytest.raises(ValueError, match="no rusage"):
+        fdb.rusage("0.01user 0.00system")

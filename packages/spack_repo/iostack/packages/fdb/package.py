@@ -1,6 +1,7 @@
 # iostack: FDB5 as the stack builds it. Subclasses builtin; adds only what the stack needs.
 # FDB tunables (async write, buffer sizes, sync on flush, Lustre striping of roots) are
-# run-time settings of FDB's config and environment: none is baked in here.
+# run-time settings of FDB's config and environment: none is baked in here, and the patches'
+# defaults keep FDB's durability.
 from spack_repo.builtin.packages.fdb.package import Fdb as BuiltinFdb
 from spack_repo.iostack.craype import CrayPEPackage
 
@@ -14,3 +15,16 @@ class Fdb(CrayPEPackage, BuiltinFdb):
     # 5.13.106 is the 5.13.x with one (spack-packages commit 4aa3eb3a29, PR #3973).
     # Lustre sites select the builtin variant backends=lustre in their packages.yaml.
     version("5.13.106", sha256="34c7ee498f7511f5255ffcfd94bee51264c6e4892063e2c2a172f2a4fd86062d", preferred=True)
+
+    # The archive path at the speed of the disk (iostack issue 26; each patch's header says
+    # what it does and why, docs/fdb-performance.md has the measurements):
+    # fields of 1 MiB or more written from the caller's memory, not copied into the stdio
+    # buffer first (fdbDirectWriteSize; 0 restores the copy)
+    patch("fdb-5.13.106-direct-write.patch", when="@5.13.106")
+    # FDB::archive(data, length) of one GRIB message decodes it where it lies (no copies,
+    # one ecCodes parse)
+    patch("fdb-5.13.106-archive-message-in-place.patch", when="@5.13.106")
+    # fdbCatalogueSyncOnFlush: an opt-out of the index and TOC syncs at every flush, for
+    # writers that sync the file system themselves. Default on (unchanged durability); off
+    # trades durability for speed
+    patch("fdb-5.13.106-catalogue-sync-on-flush.patch", when="@5.13.106")

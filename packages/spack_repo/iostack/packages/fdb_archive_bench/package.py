@@ -16,9 +16,11 @@ class FdbArchiveBench(InRepoPackage, CMakePackage):
     # CMakeLists.txt must be the version (checked before configuring).
     version_file = "CMakeLists.txt"
     version_pattern = r"project\(\s*\S+\s+VERSION\s+(\S+)"
-    version("1.0.0")
+    # 1.1.0: the raw path (--path raw), resource counters, FDB_HOME's resource file,
+    # fdb-archive-profile
+    version("1.1.0")
     # sha256 of src/ per version (iostack.core.digest.tree_sha256): a changed source needs a new one
-    SOURCE_SHA256 = {"1.0.0": "de139a8686adc9e7424834c98a1f4cbc32fa6edf4220f37d578a5c05b873c69a"}
+    SOURCE_SHA256 = {"1.1.0": "43c13959bdbca46023ec3e4d9b0c5299bc7cbb3e43c85cc67beffc49e649ba76"}
 
     depends_on("cxx", type="build")
     depends_on("cmake@3.18:", type="build")

@@ -14,6 +14,10 @@ class Metkit(CrayPEPackage, BuiltinMetkit):
     # 1.11.22 is the 1.11.x with one (spack-packages commit 4aa3eb3a29, PR #3973).
     version("1.11.22", sha256="e2a2ea1532f9e187e37b807dbf35cd09325b2aef29bd5117203d57ba2e65a0d6", preferred=True)
 
+    # decoding a GRIB message's key evaluates paramId once, not twice (FDB's message path;
+    # iostack issue 26: the patch's header says why, docs/fdb-performance.md measures it)
+    patch("metkit-1.11.22-paramid-once.patch", when="@1.11.22")
+
     # its CMakeLists.txt asks for ecbuild 3.7.2 (builtin says 3.4:, which Debian's 3.7.1 meets)
     depends_on("ecbuild@3.7.2:", type="build", when="@1.11.22:")
     # its CMake project enables C as well as C++ (builtin declares only cxx, so Spack's

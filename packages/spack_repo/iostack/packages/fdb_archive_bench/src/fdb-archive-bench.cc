@@ -2,6 +2,10 @@
 // the key it already has (fdb5::FDB::archive(key, data, length)), or the way fdb-hammer
 // does, from the message alone (FDB decodes each one with ecCodes to find its key).
 //
+// --path raw is the same loop without FDB: a plain write() of each field into one file
+// (--raw-file), and with --raw-sync flush an fdatasync() of it at every flush: the disk's
+// own speed for the same bytes, for FDB/raw ratios measured in one program.
+//
 // Fields are fdb-hammer's: the template with number, step and param set, looped over
 // members, then steps, then params, with a flush after every (member, step). With
 // --writers N, writer W (0-based) takes every N-th (member, step) pair from the W-th, so
@@ -9,12 +13,16 @@
 //
 // Timed (and reported in fdb-hammer's `Name: value` form): archive and flush calls only;
 // encoding each field (ecCodes) is not. "Archive CPU seconds" is the process's CPU
-// (every thread: eckit's asynchronous writers too) less the encoding thread's own.
+// (every thread: eckit's asynchronous writers too) less the encoding thread's own; the
+// page faults and context switches are counted the same way (getrusage), the write calls
+// and the bytes they were given from /proc/self/io (syscw, wchar), for the whole loop.
 //
 // --verify reads every field back (fdb5::FDB::retrieve, request made from its key),
 // compares it byte for byte with the field encoded again, and checks that decoding the
 // field gives the key the key path used; exit status 2 if anything differs.
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <getopt.h>
 
@@ -22,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -51,6 +60,8 @@ struct Options {
     std::string templ;
     std::string expver = "0001";
     std::string cls = "od";
+    std::string raw_file;
+    bool raw_sync = false;
     long nsteps = 0, nparams = 0, members = 1, number = 1, writer = 0, writers = 1;
     bool verify = false;
 };
@@ -58,7 +69,10 @@ struct Options {
 void usage(FILE* out) {
     std::fprintf(out,
                  "usage: fdb-archive-bench --template GRIB --nsteps N --nparams P [options]\n"
-                 "  --path key|message   archive with the key (default) or the message alone\n"
+                 "  --path key|message|raw   archive with the key (default), the message alone, or\n"
+                 "                       no FDB: write() the fields into --raw-file\n"
+                 "  --raw-file F         the raw path's file (created; appended to)\n"
+                 "  --raw-sync flush|none    the raw path's fdatasync at every flush (default none)\n"
                  "  --members M          ensemble members (default 1), numbered from --number\n"
                  "  --number K           first ensemble member (default 1)\n"
                  "  --nparams P          parameters 1..P per step (at most 10)\n"
@@ -84,6 +98,7 @@ int parse(int argc, char** argv, Options& o) {
         {"writer", required_argument, nullptr, 'w'},  {"writers", required_argument, nullptr, 'W'},
         {"expver", required_argument, nullptr, 'e'},  {"class", required_argument, nullptr, 'c'},
         {"verify", no_argument, nullptr, 'v'},        {"help", no_argument, nullptr, 'h'},
+        {"raw-file", required_argument, nullptr, 'r'}, {"raw-sync", required_argument, nullptr, 'S'},
         {nullptr, 0, nullptr, 0},
     };
     int c;
@@ -101,6 +116,11 @@ int parse(int argc, char** argv, Options& o) {
         case 'e': o.expver = optarg; break;
         case 'c': o.cls = optarg; break;
         case 'v': o.verify = true; break;
+        case 'r': o.raw_file = optarg; break;
+        case 'S':
+            ok = ok && (std::strcmp(optarg, "flush") == 0 || std::strcmp(optarg, "none") == 0);
+            o.raw_sync = std::strcmp(optarg, "flush") == 0;
+            break;
         case 'h': usage(stdout); return -2;
         default: ok = false;
         }
@@ -110,8 +130,12 @@ int parse(int argc, char** argv, Options& o) {
         problem = "invalid arguments";
     else if (o.templ.empty() || o.nsteps == 0 || o.nparams == 0)
         problem = "--template, --nsteps and --nparams are required";
-    else if (o.path != "key" && o.path != "message")
-        problem = "--path is key or message";
+    else if (o.path != "key" && o.path != "message" && o.path != "raw")
+        problem = "--path is key, message or raw";
+    else if ((o.path == "raw") != !o.raw_file.empty())
+        problem = "--raw-file goes with --path raw, and only with it";
+    else if (o.path == "raw" && o.verify)
+        problem = "--verify reads FDB: not with --path raw";
     else if (o.writer >= o.writers)
         problem = "--writer must be below --writers";
     if (problem) {
@@ -131,11 +155,41 @@ void codes_check(int err, const char* call) {
         fail(std::string(call) + ": " + codes_get_error_message(err));
 }
 
-double cpu_seconds(int who) {
-    rusage u{};
-    getrusage(who, &u);
-    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
+// What the process (every thread) has used so far: CPU, page faults, context switches
+// (getrusage), write calls and the bytes given to them (/proc/self/io).
+struct Usage {
+    double cpu = 0;
+    long faults = 0, switches = 0, write_calls = 0, write_bytes = 0;
+
+    static Usage of(int who) {
+        rusage u{};
+        getrusage(who, &u);
+        Usage r;
+        r.cpu = u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+        r.faults = u.ru_minflt + u.ru_majflt;
+        r.switches = u.ru_nvcsw + u.ru_nivcsw;
+        if (who == RUSAGE_SELF) {
+            std::ifstream io("/proc/self/io");
+            std::string name;
+            long value;
+            while (io >> name >> value) {
+                if (name == "syscw:")
+                    r.write_calls = value;
+                else if (name == "wchar:")
+                    r.write_bytes = value;
+            }
+        }
+        return r;
+    }
+    Usage operator-(const Usage& b) const {
+        return {cpu - b.cpu, faults - b.faults, switches - b.switches, write_calls - b.write_calls,
+                write_bytes - b.write_bytes};
+    }
+    Usage& operator+=(const Usage& b) {
+        cpu += b.cpu, faults += b.faults, switches += b.switches;
+        return *this;
+    }
+};
 
 double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -177,6 +231,66 @@ private:
     codes_handle* h_ = nullptr;
 };
 
+// The raw path: the fields' bytes appended to one file with write(), an fdatasync() at
+// every flush if asked; what FDB's writer does at its data files, without FDB.
+class RawFile {
+public:
+    RawFile(const std::string& path, bool sync) : path_(path), sync_(sync) {
+        fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0666);
+        if (fd_ < 0)
+            fail(path + ": cannot open: " + std::strerror(errno));
+    }
+    ~RawFile() { ::close(fd_); }
+
+    void write(const void* data, size_t size) {
+        const char* p = static_cast<const char*>(data);
+        while (size > 0) {
+            ssize_t n = ::write(fd_, p, size);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                fail(path_ + ": write: " + std::strerror(errno));
+            p += n, size -= n;
+        }
+    }
+    void flush() {
+        if (sync_ && ::fdatasync(fd_) != 0)
+            fail(path_ + ": fdatasync: " + std::strerror(errno));
+    }
+
+private:
+    std::string path_;
+    bool sync_;
+    int fd_ = -1;
+};
+
+// Where the fields go: FDB, with the key or from the message alone, or the raw file. The
+// timed calls are these two functions, never inlined, so that a profiler can count them
+// alone: valgrind --tool=callgrind --toggle-collect='*timed_archive*'
+// --toggle-collect='*timed_flush*' (README.md).
+struct Sink {
+    std::unique_ptr<fdb5::FDB> fdb;
+    std::unique_ptr<RawFile> raw;
+};
+
+[[gnu::noinline]] void timed_archive(Sink& sink, const fdb5::Key* key, const void* data, size_t size) {
+    if (sink.raw)
+        sink.raw->write(data, size);
+    else if (key)
+        sink.fdb->archive(*key, data, size);
+    else
+        sink.fdb->archive(data, size);
+    asm volatile("");  // no tail call: the function stays on the stack for the profiler
+}
+
+[[gnu::noinline]] void timed_flush(Sink& sink) {
+    if (sink.raw)
+        sink.raw->flush();
+    else
+        sink.fdb->flush();
+    asm volatile("");
+}
+
 // What FDB itself would make of a message: the key the message path archives under.
 fdb5::Key decoded_key(const void* data, size_t size) {
     eckit::MemoryHandle handle(data, size);
@@ -210,38 +324,50 @@ void for_each_field(const Options& o, F&& field, const std::function<void()>& en
 
 int write(const Options& o) {
     Fields fields(o);
-    fdb5::FDB fdb;
+    Sink sink;
+    if (o.path == "raw")
+        sink.raw.reset(new RawFile(o.raw_file, o.raw_sync));
+    else
+        sink.fdb.reset(new fdb5::FDB());
     auto first = fields.encode(o.number, 0, 1);
     const fdb5::Key base = decoded_key(first.first, first.second);
 
     size_t count = 0, bytes = 0, flushes = 0;
-    double timed = 0, encoding_cpu = 0;
-    const double cpu0 = cpu_seconds(RUSAGE_SELF);
+    double timed = 0;
+    Usage encoding;
+    const Usage start = Usage::of(RUSAGE_SELF);
     for_each_field(
         o,
         [&](long number, long step, long param) {
-            const double c0 = cpu_seconds(RUSAGE_THREAD);
+            const Usage e0 = Usage::of(RUSAGE_THREAD);
             auto msg = fields.encode(number, step, param);
-            encoding_cpu += cpu_seconds(RUSAGE_THREAD) - c0;
+            encoding += Usage::of(RUSAGE_THREAD) - e0;
             const double t0 = now();
-            if (o.path == "key")
-                fdb.archive(field_key(base, number, step, param), msg.first, msg.second);
-            else
-                fdb.archive(msg.first, msg.second);
+            if (o.path == "key") {
+                const fdb5::Key key = field_key(base, number, step, param);
+                timed_archive(sink, &key, msg.first, msg.second);
+            }
+            else {
+                timed_archive(sink, nullptr, msg.first, msg.second);
+            }
             timed += now() - t0;
             ++count;
             bytes += msg.second;
         },
         [&] {
             const double t0 = now();
-            fdb.flush();
+            timed_flush(sink);
             timed += now() - t0;
             ++flushes;
         });
-    const double cpu = cpu_seconds(RUSAGE_SELF) - cpu0 - encoding_cpu;
+    const Usage used = Usage::of(RUSAGE_SELF) - start;
     std::printf("Path: %s\nWriter: %ld of %ld\nFields written: %zu\nBytes written: %zu\n"
-                "Flushes: %zu\nWriting duration: %.6f\nArchive CPU seconds: %.6f\n",
-                o.path.c_str(), o.writer, o.writers, count, bytes, flushes, timed, cpu);
+                "Flushes: %zu\nWriting duration: %.6f\nArchive CPU seconds: %.6f\n"
+                "Archive page faults: %ld\nArchive context switches: %ld\n"
+                "Write calls: %ld\nBytes to write calls: %ld\n",
+                o.path.c_str(), o.writer, o.writers, count, bytes, flushes, timed, used.cpu - encoding.cpu,
+                used.faults - encoding.faults, used.switches - encoding.switches, used.write_calls,
+                used.write_bytes);
     return 0;
 }
 
@@ -287,7 +413,9 @@ int main(int argc, char** argv) {
     int parsed = parse(argc, argv, o);
     if (parsed)
         return parsed == -2 ? 0 : EXIT_USAGE;
-    eckit::Main::initialise(argc, argv);
+    // FDB_HOME is the home of eckit's resource files ($FDB_HOME/etc/config/local: fdbBufferSize,
+    // ...), as it is for FDB's own tools
+    eckit::Main::initialise(argc, argv, "FDB_HOME");
     try {
         return o.verify ? verify(o) : write(o);
     }
