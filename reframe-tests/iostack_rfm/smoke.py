@@ -24,6 +24,7 @@ INSTALLED_FORMAT = 'iostack-smoke: installed {name} {version} {prefix}'
 PROGRAMS = {
     "eccodes": "grib_ls", "fdb": "fdb-info", "eckit": "eckit-version", "openmpi": "mpirun",
     "fio": "fio", "nvme-stage": "nvme-stage", "ior": "ior", "io500": "io500",
+    "multio": "multio-hammer",
     "netcdf-output-bench": "netcdf-output-bench", "fdb-archive-bench": "fdb-archive-bench",
     "netcdf-c": "nc-config", "netcdf-fortran": "nf-config", "parallel-netcdf": "pnetcdf-config",
     "hdf5": "h5dump", "openfoam": "simpleFoam",
