@@ -271,3 +271,9 @@ def test_site_init_looks_for_every_external_local_takes():
     # site's stack (SPEC_LINES) does not build
     assert taken - {"gcc", "netcdf-fortran", "openblas"} <= set(siteinit.STACK_EXTERNALS)
     assert not {"openifs", "$nwp_model"} & set(siteinit.SPEC_LINES)
+
+
+def test_a_new_site_builds_locals_stack_but_multio():
+    local = yaml.safe_load((paths.SPACK_ENV_SITES / "local" / "spack.yaml").read_text())
+    assert set(local["spack"]["specs"]) - set(siteinit.SPEC_LINES) == {"$nwp_io"}
+    assert set(siteinit.SPEC_LINES) <= set(local["spack"]["specs"])

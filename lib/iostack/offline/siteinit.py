@@ -49,8 +49,9 @@ from iostack.spack import runner
 STACK_EXTERNALS = ("openmpi", "mpich", "cmake", "gmake", "pkgconf", "perl", "python", "bison",
                    "flex", "m4", "autoconf", "automake", "libtool", "ncurses", "rsync",
                    "eccodes", "netcdf-c", "parallel-netcdf", "fio")
-#: what a site builds: local's environment (spack-env/templates)
-SPEC_LINES = ("$nwp_support", "$io_benchmarks", "nvme-stage")
+#: what a site builds: local's environment (spack-env/templates) but MultIO, whose 1.5.1
+#: needs a patch for the stack's eckit (local's packages.yaml says why)
+SPEC_LINES = ("$nwp_support", "$io_benchmarks", "$fdb_checks", "nvme-stage")
 DETECT_REPO = paths.REPO / "packages" / "spack_repo" / "iostack_detect"
 #: findmnt's file-system types, as the facts name them
 FS_TYPES = {"nfs": "nfs", "nfs4": "nfs", "lustre": "lustre"}
