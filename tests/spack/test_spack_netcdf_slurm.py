@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from conftest import IOSTACK
 
-from iostack import slurm
+from iostack_testbed import slurm
 from iostack.regression import results
 from iostack_rfm import netcdf, slots
 
