@@ -52,7 +52,8 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
 from iostack.core import paths
-from iostack.deployment import releases, stack
+from iostack.deployment import layout, stack
+from iostack.site import facts as site_facts
 from iostack_rfm import ifstest, openifs
 from iostack_rfm.base import AppCheck, parsed
 
@@ -194,7 +195,7 @@ def _deployment_root() -> pathlib.Path:
     """The deployment whose release is under test (bin/iostack sets IOSTACK_ROOT), else
     local's default root."""
     tree = os.environ.get('IOSTACK_ROOT')
-    return releases.deployment_of(pathlib.Path(tree)) if tree else paths.deploy_root('local')
+    return layout.deployment_of(pathlib.Path(tree)) if tree else paths.deploy_root('local')
 
 
 def _installed_ifs_test(site: str) -> str:
@@ -251,7 +252,7 @@ class OpenifsCheck(AppCheck):
     def find_the_data(self):
         root = _deployment_root()
         self.ifs_test = self.ifs_test or _installed_ifs_test(
-            stack.site_of_system(self.current_system.name))
+            site_facts.site_of_system(self.current_system.name))
         self.test_data = self.test_data or str(root / 'var' / 'ifs-test-data')
         self.norms_dir = self.norms_dir or str(root / 'var' / 'openifs-norms')
         self.data_entries = []

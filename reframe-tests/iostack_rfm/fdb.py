@@ -229,7 +229,7 @@ def seconds_per_field(raw_jsons: list[str], writer_outs: list[list[str]], raw_sy
 def strace_summary(text: str) -> dict[str, int]:
     """Calls per system call from `strace -c` (its table: % time, seconds, usecs/call,
     calls, [errors,] syscall; the total row left out)."""
-    calls = {}
+    calls: dict[str, int] = {}
     for m in re.finditer(r'^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$', text, re.M):
         if m.group(2) != 'total':
             calls[m.group(2)] = calls.get(m.group(2), 0) + int(m.group(1))

@@ -132,7 +132,8 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     for (path, check, partition, variant, var), vals in sorted(values.items()):
         data = files.setdefault(path, references.load(path))
         section = data.setdefault(check, {})
-        bounds, spread = {}, None
+        bounds: dict[str, float | None] = {}
+        spread = None
         threshold = (section.get("thresholds") or {}).get(var) or {}
         if var in references.gated_variables(section):
             within = values.get((path, check, partition, variant, var + gates.SPREAD_SUFFIX), [])

@@ -87,8 +87,9 @@ class NodeGroup:
         cpu = self.cpu or {}
         if not {"sockets", "cores_per_socket"} <= set(cpu):
             return None
-        if (self.slurm or {}).get("shared"):
-            cores = self.slurm["cpus"]
+        slurm = self.slurm or {}
+        if slurm.get("shared"):
+            cores = slurm["cpus"]
             processor = {"arch": cpu["target"], "num_cpus": cores, "num_cpus_per_core": 1,
                          "num_cpus_per_socket": cores, "num_sockets": 1}
             processor.update({k: cpu[k] for k in ("vendor", "model") if k in cpu})
