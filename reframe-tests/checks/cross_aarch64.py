@@ -11,7 +11,7 @@ and FDB configured without the toolchain file shows the failure the file prevent
 The build steps' wall times are the performance variables (informational: no reference).
 
 Runs where a partition has the `cross-aarch64` feature (aarch64 cross compilers, qemu-user,
-dpkg architecture arm64: apt-packages.txt) and an environment has ecCodes' tools (`grib`).
+dpkg architecture arm64: system-packages.toml, nightly) and an environment has ecCodes' tools (`grib`).
 IOSTACK_SOURCE_MIRROR names the mirror (default: the one set-up registered);
 IOSTACK_NATIVE_FDB_PREFIX, if set, is compared too (e.g. the Spack-built FDB).
 """

@@ -155,7 +155,7 @@ def test_target_eccodes_from_debian_arm64_packages(tmp_path):
     its CMake package and headers, libeccodes0:arm64 (apt, multiarch) at run time. A program
     built against it with the toolchain runs under qemu and reports Debian's ecCodes."""
     if not pathlib.Path("/usr/lib/aarch64-linux-gnu/libeccodes.so.0").exists():
-        pytest.skip("libeccodes0:arm64 not installed (apt-packages.txt; bin/iostack setup)")
+        pytest.skip("libeccodes0:arm64 not installed (system-packages.toml, nightly; bin/iostack setup --with nightly)")
     overlay = tl.run(["bash", tl.TOOLCHAINS / "debian-dev-overlay.sh", tmp_path / "overlay"])
     assert overlay.returncode == 0, overlay.stdout
     prefix = overlay.stdout.strip().splitlines()[-1]

@@ -134,7 +134,7 @@ def test_sbom_command_prints_the_same_document_deploy_wrote(sbom_doc, tmp_path):
 @pytest.fixture(scope="module")
 def release_image(local_deploy, tmp_path_factory, timings):
     if not (shutil.which("mksquashfs") and shutil.which("squashfuse")):
-        pytest.fail("squashfs-tools and squashfuse are needed (apt-packages.txt)")
+        pytest.fail("squashfs-tools and squashfuse are needed (system-packages.toml, deploy)")
     root, _ = local_deploy
     release = current_release(root)
     twice = tmp_path_factory.mktemp("image")
