@@ -49,9 +49,6 @@ from iostack.spack import runner
 STACK_EXTERNALS = ("openmpi", "mpich", "cmake", "gmake", "pkgconf", "perl", "python", "bison",
                    "flex", "m4", "autoconf", "automake", "libtool", "ncurses", "rsync",
                    "eccodes", "netcdf-c", "parallel-netcdf", "fio")
-#: what a site builds: local's environment (spack-env/templates) but MultIO, whose 1.5.1
-#: needs a patch for the stack's eckit (local's packages.yaml says why)
-SPEC_LINES = ("$nwp_support", "$io_benchmarks", "$fdb_checks", "nvme-stage")
 DETECT_REPO = paths.REPO / "packages" / "spack_repo" / "iostack_detect"
 #: findmnt's file-system types, as the facts name them
 FS_TYPES = {"nfs": "nfs", "nfs4": "nfs", "lustre": "lustre"}
@@ -419,6 +416,18 @@ def facts(findings: Findings, description: str | None = None) -> dict:
     return data
 
 
+def stack_choices() -> dict[str, dict]:
+    """local's packages.yaml entries that say how the stack is built, not what its node has:
+    neither externals nor the choice of a virtual's provider (`blas: {require: openblas}`)."""
+    import yaml
+
+    local = yaml.safe_load((paths.SPACK_ENV_SITES / "local" / "packages.yaml").read_text())
+    return {name: entry for name, entry in local["packages"].items()
+            if name != "all" and "externals" not in entry
+            and not (set(entry) == {"require"} and isinstance(entry["require"], str)
+                     and re.fullmatch(r"[a-z0-9-]+", entry["require"]))}
+
+
 def packages_yaml(findings: Findings) -> str:
     found, _ = externals(findings)
     detected = findings.spack
@@ -459,8 +468,10 @@ def packages_yaml(findings: Findings) -> str:
     for virtual, package in sorted(providers.items()):
         if virtual in ("c", "cxx", "fortran", "mpi", "pkgconfig", "yacc"):
             packages[virtual] = {"require": package}
-    # a node of unknown size: eckit without debug info, as local (a third shorter to build)
-    packages["eckit"] = {"variants": "build_type=Release"}
+    # how local builds its stack (versions and variants it requires, e.g. MultIO 1.5.1), so
+    # the new site builds the same stack on its own externals
+    for package, entry in stack_choices().items():
+        packages.setdefault(package, entry)
     head = (f"# {findings.name}: {findings.node['os_release'] or detected['os']} node "
             f"{findings.node['hostname']}, written by `bin/iostack site init` on "
             f"{findings.node['date']}.\n"
