@@ -267,9 +267,7 @@ def test_site_init_looks_for_every_external_local_takes():
     """Site init searches for what the stack takes from the system: local's externals."""
     local = yaml.safe_load((paths.SPACK_ENV_SITES / "local" / "packages.yaml").read_text())
     taken = {name for name, entry in local["packages"].items() if entry.get("externals")}
-    # netCDF-Fortran and OpenBLAS are OpenIFS's (local's `nwp` environment), which a new
-    # site's stack (SPEC_LINES) does not build
-    assert taken - {"gcc", "netcdf-fortran", "openblas"} <= set(siteinit.STACK_EXTERNALS)
+    assert taken - {"gcc"} <= set(siteinit.STACK_EXTERNALS)
 
 
 def test_a_new_site_builds_locals_stack_as_local_builds_it(trixie):

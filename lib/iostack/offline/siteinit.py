@@ -48,7 +48,7 @@ from iostack.spack import runner
 #: compilers come from `spack compiler find`
 STACK_EXTERNALS = ("openmpi", "mpich", "cmake", "gmake", "pkgconf", "perl", "python", "bison",
                    "flex", "m4", "autoconf", "automake", "libtool", "ncurses", "rsync",
-                   "eccodes", "netcdf-c", "parallel-netcdf", "fio")
+                   "eccodes", "netcdf-c", "netcdf-fortran", "parallel-netcdf", "openblas", "fio")
 DETECT_REPO = paths.REPO / "packages" / "spack_repo" / "iostack_detect"
 #: findmnt's file-system types, as the facts name them
 FS_TYPES = {"nfs": "nfs", "nfs4": "nfs", "lustre": "lustre"}
