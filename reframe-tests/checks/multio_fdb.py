@@ -4,7 +4,7 @@ OpenIFS writes its FDB output (namelist LFDBOP) through MultIO's IFS interface: 
 field IMULTIO_WRITE(grib, words), then IMULTIO_FLUSH (ifs-source
 ifsaux/module/fdbsubs_mod.F90); MultIO hands each message to the sinks its configuration
 names, here FDB. multio 1.5.1's own program `multio-sink FILE` makes exactly these two
-calls on a file's first message. MultioFdbBitIdentityCheck writes every message of a GRIB
+calls on a file's first message. MultioBitIdentityCheck writes every message of a GRIB
 input through it (iostack_rfm.multio split: a file per message), retrieves the fields from
 FDB by MARS request (iostack_rfm.fdbretrieve) and with `fdb-read --extract`, and compares
 them with the input field by field (iostack_rfm.gribcompare: full MARS keys, bytes,
@@ -36,7 +36,7 @@ GRIBGEN_PL_PARAMS, GRIBGEN_SFC_PARAMS = 4, 2
 
 
 @rfm.simple_test
-class MultioFdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
+class MultioBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     descr = ('GRIB written through MultIO (imultio_write_, as OpenIFS 48r1) into FDB and '
              'retrieved is bit-identical')
     valid_systems = ['+fdb']

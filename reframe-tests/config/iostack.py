@@ -111,8 +111,19 @@ _OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
 # local/: MultIO in every one, OpenIFS in `nwp`): offered by the `stack` environment where
 # the deployment's lock has them (the release's, in its regression; else the committed one).
 _LOCAL_OPTIONAL_APPS = {'multio': ['multio'], 'openifs': ['openifs-env']}
-_LOCAL_STACK_APPS = {name: modules for name, modules in _LOCAL_OPTIONAL_APPS.items()
-                     if name in {r.name for r in stack.site_roots('local')}}
+
+
+def _local_stack_apps():
+    try:
+        roots = {r.name for r in stack.site_roots('local')}
+    except ValueError:
+        # an unreadable lock: the checks that read it fail to load and are named (the
+        # nightly's MODES), rather than the whole configuration
+        roots = set()
+    return {name: modules for name, modules in _LOCAL_OPTIONAL_APPS.items() if name in roots}
+
+
+_LOCAL_STACK_APPS = _local_stack_apps()
 
 _LOCAL = site_facts.load('local')
 _CRAY_EX = site_facts.load('cray-ex')

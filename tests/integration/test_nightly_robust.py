@@ -11,7 +11,6 @@ import subprocess
 import time
 
 import pytest
-import yaml
 
 from iostack.core import filesystems, paths, process
 from iostack.regression import nightly, reframe, results
@@ -114,25 +113,6 @@ def test_a_check_that_does_not_load_fails_the_nightly_naming_it(repo_copy, tmp_p
                            f"load (skipping test file '{repo_copy}/reframe-tests/checks/stack_smoke.py': ")
     assert "the checks each mode must run are listed in lib/iostack/regression/nightly.py MODES" in line
     assert " -r " not in p.stdout      # nothing was run
-
-
-def test_a_site_without_a_reframe_system_is_named(repo_copy, tmp_path):
-    """[issue 12] reported as "ReFrame ran no test case" before."""
-    site = repo_copy / "spack-env" / "sites" / "newsite"
-    shutil.copytree(repo_copy / "spack-env" / "sites" / "local", site)
-    facts = repo_copy / "sites" / "newsite.yaml"
-    local = yaml.safe_load((repo_copy / "sites" / "local.yaml").read_text())
-    facts.write_text(yaml.safe_dump({**local, "name": "newsite", "systems": ["newsite"]}))
-    try:
-        p = iostack("nightly", "--site", "newsite", "--root", tmp_path, repo=repo_copy)
-    finally:
-        shutil.rmtree(site)
-        facts.unlink()
-    assert p.returncode == 2
-    assert errors(p) == [
-        "iostack: error: site newsite has no ReFrame system 'newsite': systems are defined in "
-        "reframe-tests/config/iostack.py `systems` (cray-ex, local, local-cluster, local-slurm, "
-        "oci-bm-optimized3); nothing was run"]
 
 
 def test_an_unknown_system_and_mode_are_named(tmp_path):

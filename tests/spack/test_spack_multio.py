@@ -1,5 +1,5 @@
 """MultIO on the Spack-built local stack (CI's deployment): its module gives the tools, and
-MultioFdbBitIdentityCheck, run by the nightly's entry point on that stack, passes on every
+MultioBitIdentityCheck, run by the nightly's entry point on that stack, passes on every
 input while each of its controls (a flipped bit, a field MultIO never saw) makes the
 comparison fail, counted message by message."""
 import os
@@ -34,8 +34,8 @@ def test_multio_module_gives_its_tools_on_the_stack_fdb(local_deploy):
 def multio_nightly(local_deploy, timings):
     root, _ = local_deploy
     run = iostack("nightly", "--site", "local", "--root", root, "--",
-                  "-S", "valid_prog_environs=stack", "-n", "MultioFdbBitIdentityCheck")
-    timings["MultioFdbBitIdentityCheck on the Spack stack (local)"] = run.seconds
+                  "-S", "valid_prog_environs=stack", "-n", "MultioBitIdentityCheck")
+    timings["MultioBitIdentityCheck on the Spack stack (local)"] = run.seconds
     reports = results.run_reports(root / "current" / "reframe")
     return run, results.last_attempts(results.read_report(reports[-1]))
 

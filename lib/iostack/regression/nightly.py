@@ -54,7 +54,7 @@ class Mode(NamedTuple):
 _NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
                       "FdbThroughputCheck", "FdbWriterScalingCheck", "IO500Check",
                       "IorLayoutCheck", "MdtestScalingCheck", "MotorBikeStagingCheck",
-                      "MultioFdbBitIdentityCheck", "MultioHammerThroughputCheck",
+                      "MultioBitIdentityCheck", "MultioHammerThroughputCheck",
                       "NetcdfOutputCheck", "NodeHardwareCheck", "OpenFOAMPitzDailyCheck",
                       "OpenIFSOutputCheck", "OpenifsCheck", "PitzDailyInterNodeCheck",
                       "StackSmokeCheck"})
@@ -62,7 +62,7 @@ _NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCross
 #: and the checks that exist in step): what each must load, and its wall-clock bound.
 MODES = {
     "nightly": Mode(4 * 3600, _NIGHTLY),
-    "weekly": Mode(24 * 3600, _NIGHTLY | {"HpcMotorbikeInterNodeCheck",
+    "weekly": Mode(24 * 3600, _NIGHTLY | {"FdbFieldSizeCheck", "HpcMotorbikeInterNodeCheck",
                                           "HpcMotorbikeIntraNodeCheck",
                                           "HpcMotorbikeStorageCheck",
                                           "NetcdfOutputScalingCheck"}),
