@@ -70,24 +70,26 @@ def mirror() -> pathlib.Path:
     return path
 
 
-def recipe(package: str) -> pathlib.Path:
+def recipes(package: str) -> list[pathlib.Path]:
+    """Our recipe of `package`, then builtin's (ours may subclass it, adding versions)."""
     ours = paths.REPO / "packages" / "spack_repo" / "iostack" / "packages" / package / "package.py"
-    if ours.is_file():
-        return ours
     builtin = pathlib.Path(os.environ.get("IOSTACK_SPACK_PACKAGES") or paths.cache() / "spack-packages")
     path = builtin / "repos" / "spack_repo" / "builtin" / "packages" / package / "package.py"
-    if not path.is_file():
+    found = [p for p in (ours, path) if p.is_file()]
+    if not found:
         raise BuildError(f"no Spack recipe for {package} (looked in {ours.parent} and {path.parent}; "
                          "set IOSTACK_SPACK_PACKAGES to a spack-packages checkout)")
-    return path
+    return found
 
 
 def pinned_sha256(package: str, version: str) -> str:
-    text = recipe(package).read_text()
-    m = re.search(rf'version\(\s*"{re.escape(version)}",\s*sha256="([0-9a-f]{{64}})"', text)
-    if not m:
-        raise BuildError(f"{recipe(package)} pins no sha256 for {package}@{version}")
-    return m[1]
+    for path in recipes(package):
+        m = re.search(rf'version\(\s*"{re.escape(version)}",\s*sha256="([0-9a-f]{{64}})"',
+                      path.read_text())
+        if m:
+            return m[1]
+    raise BuildError(f"no recipe of {package} pins a sha256 for {package}@{version} "
+                     f"({', '.join(map(str, recipes(package)))})")
 
 
 def archive(package: str) -> pathlib.Path:
@@ -164,10 +166,10 @@ def build_package(package: str, work: pathlib.Path, prefix: pathlib.Path, toolch
 def metkit_share_wheel() -> tuple[str, str]:
     """(URL, sha256) of the metkitlib wheel whose share/metkit metkit's recipe installs (its
     `metkit-configs` resource): the MARS language files metkit 1.11's archive lacks."""
-    text = recipe("metkit").read_text()
+    text = recipes("metkit")[0].read_text()
     m = re.search(r'name="metkit-configs",\s*url="([^"]+)",\s*sha256="([0-9a-f]{64})"', text)
     if not m:
-        raise BuildError(f"{recipe('metkit')} has no metkit-configs resource")
+        raise BuildError(f"{recipes('metkit')[0]} has no metkit-configs resource")
     return m[1], m[2]
 
 

@@ -116,9 +116,9 @@ _LOCAL_OPTIONAL_APPS = {'multio': ['multio'], 'openifs': ['openifs-env']}
 def _local_stack_apps():
     try:
         roots = {r.name for r in stack.site_roots('local')}
-    except ValueError:
-        # an unreadable lock: the checks that read it fail to load and are named (the
-        # nightly's MODES), rather than the whole configuration
+    except (ValueError, KeyError, TypeError):
+        # an unreadable lock, or one that is not Spack's: the checks that read it fail to
+        # load and are named (the nightly's MODES), rather than the whole configuration
         roots = set()
     return {name: modules for name, modules in _LOCAL_OPTIONAL_APPS.items() if name in roots}
 

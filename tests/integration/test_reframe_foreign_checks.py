@@ -19,7 +19,8 @@ TUTORIAL = pathlib.Path(paths.venv()) / "share" / "doc" / "reframe-hpc" / "examp
 MPI_HELLO = pathlib.Path(__file__).parent / "foreign_checks" / "mpi_hello.py"
 # the `stack` environment's modules, as bin/iostack deploy installs them, and one module of
 # an application the EESSI test-suite tests (its name as EESSI's modules spell it)
-STACK_MODULES = ("openmpi", "fdb", "ior", "io500", "nvme-stage")
+STACK_MODULES = ("openmpi", "fdb", "ior", "io500", "nvme-stage", "fdb-archive-bench",
+                 "netcdf-output-bench")
 EESSI_OSU = "OSU-Micro-Benchmarks/7.2-gompi-2023b"
 
 pytestmark = pytest.mark.skipif(
