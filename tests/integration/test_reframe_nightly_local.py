@@ -57,27 +57,35 @@ def nightly(tmp_path_factory):
 
 def test_every_case_of_the_nightly_passes(nightly):
     p, report, _ = nightly
-    failed = {tc["name"]: tc["fail_reason"] for tc in cases(report) if tc["result"] != "pass"}
+    failed = {tc["name"]: tc["fail_reason"] for tc in cases(report)
+              if tc["result"] not in ("pass", "skip")}
     assert failed == {}
     by_check = {}
     for tc in cases(report):
         by_check.setdefault(results.check_of(tc), []).append(tc["result"])
     assert by_check["FdbBitIdentityCheck"] == ["pass"] * 3
-    # the nightly's throughput variants: fdb-hammer at the three durabilities, the key path
-    # at FDB's default one, default buffers
-    assert by_check["FdbThroughputCheck"] == ["pass"] * 4
+    # the nightly's throughput variants: fdb-hammer at the three durabilities, and the key
+    # path at FDB's default one, which needs the release's fdb-archive-bench: Debian's
+    # environment skips it, naming why
+    assert sorted(by_check["FdbThroughputCheck"]) == ["pass"] * 3 + ["skip"]
+    (key,) = [tc for tc in cases(report, "FdbThroughputCheck") if "%path=key" in tc["name"]]
+    assert key["result"] == "skip"
     assert p.returncode == 0
 
 
 def test_throughput_values_are_present_and_sane(nightly):
     _, report, _ = nightly
-    throughput = cases(report, "FdbThroughputCheck")
-    assert {tc["size"] for tc in throughput} == {"small"}
+    throughput = [tc for tc in cases(report, "FdbThroughputCheck") if tc["result"] == "pass"]
+    assert {tc["size"] for tc in throughput} == {"small"} and len(throughput) == 3
     for tc in throughput:
         values = results.perf_values(tc)
         read = {"fdb_read_bw"} if tc["path"] == "message" else set()
-        assert set(values) == {"fdb_write_ratio", "fdb_write_bw", "raw_write_bw",
-                               "fdb_cpu_per_gib"} | read
+        gated = {"fdb_write_ratio", "fdb_write_bw", "fdb_cpu_per_gib"}
+        # each gated figure with the spread of its in-run repeats beside it, and what a
+        # field costs (us_per_field, beyond the raw write)
+        assert gated | {"fdb_write_ratio_spread", "fdb_write_bw_spread", "raw_write_bw",
+                        "us_per_field",
+                        "overhead_us_per_field"} | read <= set(values), sorted(values)
         ratio, ref, lower = values["fdb_write_ratio"][:3]
         assert 0.01 < ratio < 20 and values["fdb_write_ratio"][4] == "ratio"
         # judged against the committed baseline, not the no-baseline placeholder
@@ -121,7 +129,8 @@ def test_report_draws_the_stored_session(nightly, tmp_path):
         assert_real_png(png)
     assert report["session_info"]["uuid"] in page
     latest = re.search(r"<table class='latest'>.*?</table>", page, re.S).group(0)
-    assert latest.count("<td class='result'>PASS</td>") == report["session_info"]["num_cases"]
+    info = report["session_info"]
+    assert latest.count("<td class='result'>PASS</td>") == info["num_cases"] - info["num_skipped"]
 
 
 def test_record_baseline_writes_the_run_with_its_provenance(nightly, tmp_path):
@@ -134,6 +143,8 @@ def test_record_baseline_writes_the_run_with_its_provenance(nightly, tmp_path):
     recorded = section["references"]["local:default"]
     session = report["session_info"]
     for tc in cases(report, "FdbThroughputCheck"):
+        if tc["result"] == "skip":
+            continue
         entry = recorded[tc["reference_variant"]]["fdb_write_ratio"]
         assert entry["value"] == pytest.approx(results.perf_values(tc)["fdb_write_ratio"][0])
         assert entry["provenance"]["session"] == session["uuid"]
@@ -162,8 +173,10 @@ def test_a_system_without_baseline_fails_until_one_is_recorded(tmp_path):
     assert ("bin/iostack record-baseline --site local --system local --check FdbThroughputCheck"
             in p.stdout)
 
+    # bands set by hand that no run of this machine crosses, loaded or not: this tests the
+    # baseline's presence, not the machine's speed
     p = iostack("record-baseline", "--site", "local", "--root", str(root),
-                "--references-dir", str(refs), env=env)
+                "--references-dir", str(refs), "--lower", "0.99", "--upper", "99", env=env)
     assert p.returncode == 0
     p = iostack("nightly", "--site", "local", "--root", str(root), "--", *ONE_VARIANT, env=env)
     (tc,) = cases(newest_report(root), "FdbThroughputCheck")

@@ -35,11 +35,12 @@ def _only_without_baseline(tc: dict) -> bool:
 
 
 def failures(session: dict, system: str) -> list[str]:
-    """What failed in a session on `system`, a line each (a case without a baseline aside)."""
+    """What failed in a session on `system`, a line each (a case without a baseline, and one
+    skipped where it cannot run, aside)."""
     return sorted(f"{tc['name']} @{tc['system']}:{tc['partition']}+{tc.get('environ')}: "
                   f"{tc.get('fail_phase') or 'failed'}"
                   for tc in results.last_attempts(session).values()
-                  if tc["system"] == system and tc.get("result") != "pass"
+                  if tc["system"] == system and tc.get("result") not in ("pass", "skip")
                   and not _only_without_baseline(tc))
 
 
