@@ -67,7 +67,10 @@ def rules(nsteps: int, nlevels: int, nlat: int, nlon: int, count: int | None = N
     for n, (levtype, param, level, step) in enumerate(fields(nsteps, nlevels)):
         if count is not None and n >= count:
             return
-        yield (f'set levtype="{levtype}";' + (f' set level={level};' if levtype == 'pl' else '')
+        # typeOfLevel, not levtype: ecCodes 2.41 (Debian 13) refuses to set levtype on GRIB 2
+        type_of_level = 'isobaricInhPa' if levtype == 'pl' else 'surface'
+        yield (f'set typeOfLevel="{type_of_level}";'
+               + (f' set level={level};' if levtype == 'pl' else '')
                + f' set paramId={param}; set step={step};')
         yield 'set values={' + ','.join(map(repr, values(nlat, nlon, param, level, step))) + '};'
         yield 'write;'

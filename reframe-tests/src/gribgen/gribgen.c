@@ -47,7 +47,8 @@ static size_t write_field(FILE *out, codes_handle *h, long levtype_pl, long para
                           long level, long step, long nlat, long nlon, double *values) {
     const void *buf;
     size_t len;
-    set_str(h, "levtype", levtype_pl ? "pl" : "sfc");
+    /* typeOfLevel, not levtype: ecCodes 2.41 refuses to set levtype on GRIB 2 */
+    set_str(h, "typeOfLevel", levtype_pl ? "isobaricInhPa" : "surface");
     if (levtype_pl) CHECK(codes_set_long(h, "level", level));
     CHECK(codes_set_long(h, "paramId", param));
     CHECK(codes_set_long(h, "step", step));
