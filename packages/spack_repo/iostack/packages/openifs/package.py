@@ -88,6 +88,10 @@ class Openifs(CrayPEPackage, CMakePackage):
             self.define("ECBUILD_INSTALL_FORTRAN_MODULES", False),
             self.define("CMAKE_LINK_DEPENDS_NO_SHARED", True),
             self.define("FCM_EXECUTABLE", join_path(self.spec["fcm"].prefix.bin, "fcm")),
+            # ifs-source calls ecbuild's macros before project(), as a bundle's top level
+            # has loaded them: ecbuild's own config (share/ecbuild/cmake) loads them, its
+            # plain package config (lib/cmake/ecbuild, which CMake finds first) does not
+            self.define("ecbuild_DIR", self.spec["ecbuild"].prefix.share.ecbuild.cmake),
         ]
         if self.spec.satisfies("@48r1.1.0"):
             args += [self.define("ECBUILD_2_COMPAT", True),
