@@ -103,13 +103,17 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         query = smoke.version_query(spec)
         self.executable = query.command if query else 'true'
         self.env_vars.update(OPENMPI_AS_ROOT)     # MPI programs' tests run as root in CI
+        alias = f'smoke-{spec.name}-{spec.hash[:7]}'
         self.postrun_cmds = [
             self.spack('find', '--format', f"'{smoke.INSTALLED_FORMAT}'", f'/{spec.hash}'),
             'echo "iostack-smoke: spack find rc=$?"',
             # the program on PATH (none for a library or a bundle)
             f'echo "iostack-smoke: on PATH {smoke.program(spec) or "-"} '
             f'$(command -v {smoke.program(spec) or "true"})"',
-            f'{self.spack("test", "run", "--alias", f"smoke-{spec.name}-{spec.hash[:7]}", f"/{spec.hash}")}'
+            # Spack keeps a test suite by its alias: the last run's goes first, or a second
+            # night on the same deployment is refused ("already exists")
+            f'{self.spack("test", "remove", "-y", alias)} > /dev/null 2>&1',
+            f'{self.spack("test", "run", "--alias", alias, f"/{spec.hash}")}'
             ' > spack-test.out 2>&1',
             'echo "iostack-smoke: spack test rc=$?"',
         ]
