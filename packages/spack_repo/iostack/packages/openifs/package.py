@@ -93,10 +93,26 @@ class Openifs(CrayPEPackage, CMakePackage):
             # plain package config (lib/cmake/ecbuild, which CMake finds first) does not
             self.define("ecbuild_DIR", self.spec["ecbuild"].prefix.share.ecbuild.cmake),
         ]
+        modules = self.eccodes_fortran_modules()
+        if modules:
+            args.append(self.define("CMAKE_Fortran_FLAGS", f"-I{modules}"))
         if self.spec.satisfies("@48r1.1.0"):
             args += [self.define("ECBUILD_2_COMPAT", True),
                      self.define("ECBUILD_2_COMPAT_DEPRECATE", False)]
         return args + super().cmake_args()  # CrayPEPackage: the craype toolchain
+
+    def eccodes_fortran_modules(self):
+        """The directory of ecCodes' Fortran modules (grib_api.mod), where its CMake targets do
+        not say it: Debian installs them in lib/<triplet>/fortran/gfortran-mod-N/ and its
+        eccodes_f90 target names include/ only (ifsaux's grib_api_interface.F90 stopped at
+        'Cannot open module file grib_api.mod'). None where include/ has them."""
+        import glob
+
+        prefix = self.spec["eccodes"].prefix
+        if os.path.exists(join_path(prefix, "include", "grib_api.mod")):
+            return None
+        found = sorted(glob.glob(join_path(prefix, "lib", "*", "fortran", "*", "grib_api.mod")))
+        return os.path.dirname(found[-1]) if found else None
 
     @run_after("install")
     def install_run_scripts(self):
