@@ -101,6 +101,7 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         # a job script goes on after a failed `module load`: list what did load
         self.prerun_cmds = [smoke.LOADED_MODULES_LINE]
         query = smoke.version_query(spec)
+        alias = f'smoke-{spec.name}-{spec.hash[:7]}'
         self.executable = query.command if query else 'true'
         self.env_vars.update(OPENMPI_AS_ROOT)     # MPI programs' tests run as root in CI
         self.postrun_cmds = [
@@ -109,8 +110,10 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             # the program on PATH (none for a library or a bundle)
             f'echo "iostack-smoke: on PATH {smoke.program(spec) or "-"} '
             f'$(command -v {smoke.program(spec) or "true"})"',
-            f'{self.spack("test", "run", "--alias", f"smoke-{spec.name}-{spec.hash[:7]}", f"/{spec.hash}")}'
-            ' > spack-test.out 2>&1',
+            # `spack test run --alias` refuses a suite that exists: a retry's, or an earlier
+            # release's of the same spec in this root
+            f'{self.spack("test", "remove", "-y", alias)} > /dev/null 2>&1',
+            f'{self.spack("test", "run", "--alias", alias, f"/{spec.hash}")} > spack-test.out 2>&1',
             'echo "iostack-smoke: spack test rc=$?"',
         ]
 

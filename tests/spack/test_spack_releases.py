@@ -52,8 +52,9 @@ GIT = ["git", "-c", "user.name=iostack-test", "-c", "user.email=test@iostack.inv
 LOCAL_LOCK = json.loads((paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text())
 NVME_STAGE = next(s["version"] for s in LOCAL_LOCK["concrete_specs"].values()
                   if s["name"] == "nvme-stage")
-# modules the ReFrame `stack` environment of local loads besides nvme-stage
-STACK_ENV_MODULES = ["openmpi", "fdb", "ior", "io500"]
+# modules the ReFrame `stack` environment of local loads besides nvme-stage (its 'modules'
+# in reframe-tests/config/iostack.py)
+STACK_ENV_MODULES = ["openmpi", "fdb", "ior", "io500", "fdb-archive-bench", "netcdf-output-bench"]
 
 
 def subset_lock(lock: dict, specs: list[str]) -> dict:
