@@ -34,11 +34,13 @@ def _existing(path) -> pathlib.Path:
 
 def mount_of(path) -> Mount:
     """The mount holding `path` (its nearest existing ancestor), as findmnt --target finds
-    it; `/ (?, ?)` when findmnt cannot say."""
-    p = process.capture(["findmnt", "-J", "-o", "TARGET,SOURCE,FSTYPE", "--target",
+    it; `/ (?, ?)` when findmnt cannot say. Where mounts are stacked on one mount point
+    (an image mounted over a tmpfs that hides a tree), findmnt lists them all, bottom first:
+    the path is on the last, the top one."""
+    p = process.capture(["findmnt", "-J", "--list", "-o", "TARGET,SOURCE,FSTYPE", "--target",
                          _existing(path).resolve()])
     found = json.loads(p.stdout).get("filesystems", []) if p.returncode == 0 else []
-    return Mount(found[0]["target"], found[0]["source"], found[0]["fstype"]) if found else \
+    return Mount(found[-1]["target"], found[-1]["source"], found[-1]["fstype"]) if found else \
         Mount("/", "?", "?")
 
 
