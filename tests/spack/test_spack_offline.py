@@ -53,9 +53,12 @@ for s in specs.values():
 """
 
 
-def lock_sources(root) -> set[str]:
+def lock_sources(root, tmp_path) -> set[str]:
     """The sha256 of each checksummed source the deployed lock builds from."""
-    p = iostack("spack", "--site", "local", "--root", root, "--", "python", "-c", LOCK_DIGESTS)
+    # a script file: `spack python -c` compiles its code as one interactive statement
+    script = tmp_path / "lock_digests.py"
+    script.write_text(LOCK_DIGESTS)
+    p = iostack("spack", "--site", "local", "--root", root, "--", "python", script)
     assert p.returncode == 0, p.error_lines
     return {line.split()[1] for line in p.output.splitlines() if line.startswith("digest ")}
 
@@ -169,7 +172,7 @@ def test_mirror_create_writes_exactly_the_sources_the_lock_builds(tmp_path, loca
     assert p.returncode == 0, p.error_lines
     # every checksummed source of the local lock (ecbuild, eckit, metkit, fdb, multio, ior,
     # metkit's configs), nothing else: not the other versions ../shared/spack holds
-    wanted = lock_sources(root)
+    wanted = lock_sources(root, tmp_path)
     assert METKIT_CONFIGS_SHA256 in wanted and len(wanted) >= 7
     assert archive_digests(dest) == wanted
     git = sorted(str(x.relative_to(dest / "_source-cache" / "git"))

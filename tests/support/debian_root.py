@@ -5,7 +5,8 @@ as a user would clone it.
 A root's tarball is made once and kept in the iostack cache (`roots/<release>-minbase.tar`);
 each test unpacks its own copy. Commands run in the root through `chroot` inside a mount
 namespace of their own (`unshare -m`), so /proc, /sys, /dev and the bind mounts vanish with
-them; `net=False` adds a network namespace with no interface but loopback. No daemon of the
+them; `net=False` adds a network namespace with no interface but loopback (up, as on any
+node: Open MPI's singleton MPI_Init reaches its daemon through it). No daemon of the
 root may start on the host: a `policy-rc.d` refuses every start, as container images do, and
 `daemons()` lists any process still running with the root as its root directory.
 
@@ -133,6 +134,8 @@ class DebianRoot:
         chroot = ["chroot", *([f"--userspec={user}"] if user else []), str(self.path),
                   "/bin/sh", "-c", inner]
         environment = {**CLEAN_ENV, **(env or {})}
+        if not net:
+            mounts.insert(0, "ip link set lo up")   # a new network namespace's lo is down
         outer = " && ".join(mounts) + " && exec env -i " + " ".join(
             f"{k}={shlex.quote(v)}" for k, v in environment.items()) + " " + shlex.join(chroot)
         unshare = ["unshare", "-m", "--propagation", "private", *(["-n"] if not net else [])]
