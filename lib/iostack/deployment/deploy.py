@@ -136,9 +136,13 @@ def build(site: str, root: pathlib.Path, release: releases.Release,
     if buildcache:
         use_buildcache(root, buildcache)
         with timer("install"):
-            runner.checked(["install", "--fail-fast", "--use-buildcache", "only"], root,
-                           site=site, release=rel,
-                           what=f"installing site {site} from the build cache {buildcache}")
+            try:
+                runner.checked(["install", "--fail-fast", "--use-buildcache", "only"], root,
+                               site=site, release=rel,
+                               what=f"installing site {site} from the build cache {buildcache}")
+            finally:
+                # signature checks start one; no daemon outlives a deploy
+                runner.stop_gpg_agent(root)
     else:
         with timer("fetch"):
             fetch = runner.spack(["fetch", "--missing"], root, site=site, release=rel,

@@ -51,11 +51,15 @@ def signing_key(root: pathlib.Path, key_file: pathlib.Path | None) -> str:
 
 def push(site: str, root: pathlib.Path, dest: pathlib.Path,
          key_file: pathlib.Path | None = None) -> pathlib.Path:
-    key = signing_key(root, key_file)
-    dest.mkdir(parents=True, exist_ok=True)
-    runner.checked(["buildcache", "push", "--key", key, "--update-index", "--with-build-dependencies",
-                   dest], root, site=site, what=f"pushing site {site} to the build cache {dest}")
-    runner.checked(["gpg", "publish", "--directory", dest, "--update-index", key], root,
-                  what=f"publishing the signing key in {dest}")
+    try:
+        key = signing_key(root, key_file)
+        dest.mkdir(parents=True, exist_ok=True)
+        runner.checked(["buildcache", "push", "--key", key, "--update-index",
+                        "--with-build-dependencies", dest], root, site=site,
+                       what=f"pushing site {site} to the build cache {dest}")
+        runner.checked(["gpg", "publish", "--directory", dest, "--update-index", key], root,
+                       what=f"publishing the signing key in {dest}")
+    finally:
+        runner.stop_gpg_agent(root)     # signing started one
     print(f"iostack: build cache of site {site}, signed with {key}: {dest}")
     return dest

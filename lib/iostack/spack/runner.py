@@ -184,6 +184,15 @@ def spack_bin() -> pathlib.Path:
     return locate()[0] / "bin" / "spack"
 
 
+def stop_gpg_agent(root_dir: pathlib.Path | None = None) -> None:
+    """Stop the gpg-agent Spack's gpg calls start for its key ring (SPACK_GNUPGHOME): it
+    would outlive the command as a daemon of the node nobody started on purpose."""
+    gpgconf = shutil.which("gpgconf")
+    if gpgconf:
+        env = environment(root_dir or paths.cache() / "spack-state")
+        run([gpgconf, "--homedir", env["SPACK_GNUPGHOME"], "--kill", "gpg-agent"], check=False)
+
+
 def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None = None):
     """Install and trust the public keys a build cache publishes (`spack buildcache keys
     --install --trust`, with that cache as the only mirror); each must then be on the ring."""
@@ -200,9 +209,12 @@ def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None
         config.write_mirrors(pathlib.Path(scope) / "mirrors.yaml",
                              [config.build_cache("iostack-buildcache", cache_dir)], replace=True,
                              written_by="iostack.spack.runner.trust_buildcache_keys")
-        run([spack_bin(), "-C", scope, "buildcache", "keys", "--install", "--trust", "--force"],
-            env_extra=env)
-    ring = capture([spack_bin(), "gpg", "list", "--trusted"], env_extra=env)
+        try:
+            run([spack_bin(), "-C", scope, "buildcache", "keys", "--install", "--trust",
+                 "--force"], env_extra=env)
+            ring = capture([spack_bin(), "gpg", "list", "--trusted"], env_extra=env)
+        finally:
+            stop_gpg_agent(root_dir)
     missing = [k for k in published if k not in ring.stdout.replace(" ", "")]
     if missing:
         raise CommandFailed(["spack", "buildcache", "keys", f"(not trusted: {', '.join(missing)})"], 1)
