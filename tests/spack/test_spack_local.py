@@ -108,8 +108,9 @@ def traced_nightly(local_deploy, timings, tmp_path_factory):
         [*exectrace.STRACE, "-o", str(trace), IOSTACK, "nightly", "--site", "local",
          "--root", str(root), "--", "--skip-performance-check",
          # a traced process cannot be ptraced again: the throughput checks' own strace
-         # (their sync audit) fails under this trace; the integration tier runs it
-         "-S", "audit_steps=0",
+         # (their sync audit and per-field profile) fails under this trace; the integration
+         # tier runs them
+         "-S", "audit_steps=0", "-S", "profile_steps=0",
          "-S", "FdbThroughputCheck.repeats=1", "-S", "FdbWriterScalingCheck.repeats=1",
          "-S", "MultioHammerThroughputCheck.repeats=1",
          "-S", "IO500Check.repeats=1", "-S", "NetcdfOutputCheck.repeats=1"],
