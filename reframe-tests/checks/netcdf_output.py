@@ -103,6 +103,8 @@ class NetcdfOutputRuns(AppCheck):
             ]
         self.executable = 'rmdir'
         self.executable_opts = [out]
+        # each run's summary, which the figures are read from, stays with the session's output
+        self.keep_files = [f'{run}.out' for run in self.runs()]
 
     @sanity_function
     def validate(self):

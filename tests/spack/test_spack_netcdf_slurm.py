@@ -6,6 +6,7 @@ nothing else beside it."""
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 from conftest import IOSTACK
@@ -16,13 +17,18 @@ from iostack_rfm import netcdf, slots
 
 
 @pytest.fixture(scope="module")
-def netcdf_nightly(local_deploy):
+def netcdf_nightly(local_deploy, tmp_path_factory):
     reason = slurm.unavailable_reason()
     if reason:
         pytest.skip(reason)
     root, _ = local_deploy
-    p = subprocess.run([IOSTACK, "nightly", "--site", "local", "--system", "local-slurm",
-                        "--local-slurm", "--root", str(root), "--",
+    # the test bed's throwaway Slurm around the run (tools/testbed); a short state directory:
+    # its munge socket's path must fit in sun_path
+    state = tmp_path_factory.mktemp("ls") / "slurm"
+    p = subprocess.run([sys.executable, "-m", "iostack_testbed", "run", "slurm",
+                        "--state-dir", str(state), "--",
+                        IOSTACK, "nightly", "--site", "local", "--system", "local-slurm",
+                        "--root", str(root), "--",
                         "-n", "NetcdfOutputCheck", "--skip-performance-check"],
                        capture_output=True, text=True, timeout=1800,
                        env={k: v for k, v in os.environ.items() if k != "SLURM_CONF"})

@@ -54,3 +54,12 @@ def executions(trace: str) -> dict[tuple[str, str], set[str]]:
             if path:
                 found.setdefault(owner[pid], set()).add(path.group(1))
     return found
+
+
+#: the job script ReFrame writes into each stage and runs (its local scheduler executes it)
+_JOB_SCRIPT = re.compile(_STAGE.pattern + r"/rfm_job\.sh$")
+
+
+def job_script(path: str) -> bool:
+    """Whether an executed path is a stage's job script: ReFrame's, not a program built there."""
+    return bool(_JOB_SCRIPT.search(path))
