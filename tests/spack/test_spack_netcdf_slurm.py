@@ -66,34 +66,16 @@ def test_netcdf_bench_wrote_the_workload_in_every_mode_and_durability(netcdf_nig
              if results.check_of(tc) == "NetcdfOutputCheck"}
     assert sorted(cases) == ["NetcdfOutputCheck %library=netcdf %size=small",
                              "NetcdfOutputCheck %library=pnetcdf %size=small"]
-    for name, tc in cases.items():
-        values = {k: v[0] for k, v in results.perf_values(tc).items()}
-        # the bytes are the sanity's, exact, in every run (79,488,000 per INMCM6P day)
-        out = job_file(tc, "batching.out")
-        assert f" bytes={netcdf.expected_bytes('inmcm6p', 1)} " in out
-        assert "bytes_written" not in values
-        for mode in netcdf.MODES:
-            assert values[f"seconds_{mode}"] > 0
-            # each phase is its slowest rank's; the total the slowest rank's sum
-            phases = [values[f"{phase}_seconds_{mode}"] for phase in ("create", "write", "close")]
-            assert max(phases) <= values[f"seconds_{mode}"] * (1 + 1e-6)
-        # the gated speedup is the median of 3 interleaved serial/batching pairs
+    # performance is not judged here (--skip-performance-check: this node is no reference),
+    # so the figures are not in the report; what each run wrote is, exactly
+    for tc in cases.values():
         script = job_file(tc, "rfm_job.sh")
+        # the gated speedup is the median of 3 interleaved serial/batching pairs
         for run in ("serial", "batching", "serial-r2", "batching-r2", "serial-r3",
                     "batching-r3"):
             assert f"> {run}.out" in script
-        assert values["speedup_batching_serial_sync_step"] > 0
-        assert values["speedup_batching_serial_sync_step_spread"] >= 0
-        independent = {"seconds_combined_independent", "seconds_batching_independent",
-                       "collective_over_independent_combined"}
-        if "%library=netcdf " in name:
-            assert independent <= set(values)
-        else:
-            assert not independent & set(values)
+            # the bytes are the sanity's, exact, in every run (79,488,000 per INMCM6P day)
+            assert f" bytes={netcdf.expected_bytes('inmcm6p', 1)} " in job_file(tc, f"{run}.out")
         assert "#SBATCH --partition=iostack" in script and "#SBATCH --exclusive" in script
         assert "srun --mpi=pmix" in script and "--sync step" in script and "--sync none" in script
         assert "module load netcdf-output-bench" in script
-        with capsys.disabled():
-            print(f"\n  {name} @local-slurm: batching/serial at --sync step "
-                  f"{values['speedup_batching_serial_sync_step']:.2f}, at none "
-                  f"{values['speedup_batching_serial_sync_none']:.2f}", end="")
