@@ -122,7 +122,12 @@ def spack(args, root_dir, site=None, release=None, **kw):
     env = environment(root_dir, release)
     cmd: list[object] = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
     if site:
-        cmd += ["-e", deployed_env(site, release or root_dir)]
+        env_dir = deployed_env(site, release or root_dir)
+        if not os.access(env_dir, os.W_OK):
+            # a release mounted read-only (a squashfs image): Spack's file locks there fail
+            # ("Function not implemented"), and no command on it writes
+            cmd += ["-c", "config:locks:false"]
+        cmd += ["-e", env_dir]
     return run(cmd + list(args), env_extra=env, **kw)
 
 
