@@ -31,7 +31,6 @@ DB under DIR.
 from __future__ import annotations
 
 import calendar
-import hashlib
 import io
 import json
 import os
@@ -41,7 +40,7 @@ import stat
 import tarfile
 import time
 
-from iostack.core import filesystems, process
+from iostack.core import digest, filesystems, process
 from iostack.core.errors import Failed, IostackError
 from iostack.deployment import releases, sbom
 
@@ -177,12 +176,8 @@ def mksquashfs_command(out: pathlib.Path, mtime: int) -> list[str]:
             "-no-xattrs", "-quiet", "-no-progress"]
 
 
-def sha256(path: pathlib.Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+# the image's checksum is a file's (release.json, sessions, tests call image.sha256)
+sha256 = digest.file_sha256
 
 
 def build(release: releases.Release, root: pathlib.Path, out: pathlib.Path | None = None,
