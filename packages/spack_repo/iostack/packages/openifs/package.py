@@ -93,13 +93,20 @@ class Openifs(CrayPEPackage, CMakePackage):
             # plain package config (lib/cmake/ecbuild, which CMake finds first) does not
             self.define("ecbuild_DIR", self.spec["ecbuild"].prefix.share.ecbuild.cmake),
         ]
-        modules = self.eccodes_fortran_modules()
-        if modules:
-            args.append(self.define("CMAKE_Fortran_FLAGS", f"-I{modules}"))
         if self.spec.satisfies("@48r1.1.0"):
             args += [self.define("ECBUILD_2_COMPAT", True),
                      self.define("ECBUILD_2_COMPAT_DEPRECATE", False)]
         return args + super().cmake_args()  # CrayPEPackage: the craype toolchain
+
+    def flag_handler(self, name, flags):
+        # ecCodes' Fortran modules through the compiler wrapper: ecbuild replaces
+        # CMAKE_Fortran_FLAGS with the project's own flags (the compile lines lacked the one
+        # given on the command line, and grib_api_interface.F90 stopped again)
+        if name == "fflags":
+            modules = self.eccodes_fortran_modules()
+            if modules:
+                flags = [*flags, f"-I{modules}"]
+        return (flags, None, None)
 
     def eccodes_fortran_modules(self):
         """The directory of ecCodes' Fortran modules (grib_api.mod), where its CMake targets do
@@ -111,8 +118,10 @@ class Openifs(CrayPEPackage, CMakePackage):
         prefix = self.spec["eccodes"].prefix
         if os.path.exists(join_path(prefix, "include", "grib_api.mod")):
             return None
-        found = sorted(glob.glob(join_path(prefix, "lib", "*", "fortran", "*", "grib_api.mod")))
-        return os.path.dirname(found[-1]) if found else None
+        # Debian's compatibility names (x86_64-linux-gnu-gfortran-N) link to the one directory
+        found = sorted({os.path.dirname(os.path.realpath(f)) for f in glob.glob(
+            join_path(prefix, "lib", "*", "fortran", "*", "grib_api.mod"))})
+        return found[-1] if found else None
 
     @run_after("install")
     def install_run_scripts(self):
