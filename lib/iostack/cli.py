@@ -36,11 +36,18 @@ def _require_spack():
 
 
 def cmd_spack(args):
+    from iostack.core import filesystems
+    from iostack.deployment import releases
+
     env = facts.spack_env(facts.check_site(args.site), args.env)
     _require_spack()
     root = paths.deploy_root(args.site, args.root)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
-    return runner.spack(spack_args, root, site=env, check=False).returncode
+    release = None
+    if root.is_dir() and filesystems.read_only(root) and releases.current(root):
+        # a deployment mounted read-only from a release's image: that release's environment
+        release = releases.find(root, releases.current(root)).path
+    return runner.spack(spack_args, root, site=env, release=release, check=False).returncode
 
 
 def cmd_deploy(args):

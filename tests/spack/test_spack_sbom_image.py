@@ -15,7 +15,7 @@ import time
 import pytest
 from conftest import IOSTACK, iostack
 
-from iostack.deployment import image, releases
+from iostack.deployment import image, releases, stack
 from iostack.regression import results
 from iostack.spack import runner
 
@@ -181,10 +181,28 @@ def test_the_image_holds_what_the_release_needs_and_nothing_else(release_image):
     doc = json.loads((release.path / "sbom.cdx.json").read_text())
     installed = {pathlib.Path(p["value"]).name for c in doc["components"]
                  for p in c.get("properties", []) if p["name"] == "iostack:prefix"}
-    assert prefixes - {"bin"} == installed
+    assert prefixes - {"bin", ".spack-db"} == installed
     rel = f"/releases/{release.id}"
     held = {p.split("/")[3] for p in paths if p.startswith(rel + "/")}
-    assert held == {"release.json", "spack.lock", "modulefiles", "lmod", "etc", "sbom.cdx.json"}
+    assert held == {"release.json", "spack.lock", "modulefiles", "lmod", "etc", "sbom.cdx.json",
+                    "spack-env"}
+    # its Spack environment's files, not Spack's state in it
+    assert f"{rel}/spack-env/sites/local/spack.yaml" in paths
+    assert not [p for p in paths if "/.spack-env" in p]
+    # Spack's install database: the release's installs, as the live one records them
+    assert {p for p in paths if p.startswith("/opt/.")} == {"/opt/.spack-db",
+                                                            "/opt/.spack-db/index.json"}
+    inside = json.loads(subprocess.run(["unsquashfs", "-cat", str(first), "opt/.spack-db/index.json"],
+                                       capture_output=True, check=True).stdout)["database"]
+    live = json.loads((root / "opt" / ".spack-db" / "index.json").read_text())["database"]
+    lock = json.loads((release.path / "spack.lock").read_text())["concrete_specs"]
+    assert inside["version"] == live["version"]
+    assert set(inside["installs"]) == set(lock) & set(live["installs"])
+    assert all(inside["installs"][h] == live["installs"][h] for h in inside["installs"])
+    assert {h for h, r in inside["installs"].items() if r["installed"] and not
+            r["spec"].get("external")} >= {c["bom-ref"] for c in doc["components"]
+                                            if any(p["name"] == "iostack:prefix"
+                                                   for p in c.get("properties", []))}
     assert {p.split("/")[2] for p in paths if p.startswith("/releases/")} == {release.id}
     # every entry owned by root, every time the release's creation time (SOURCE_DATE_EPOCH)
     when = image.epoch(release)
@@ -280,13 +298,11 @@ trap 'umount "$ROOT"' EXIT
 # the tree the release was built in is gone: no build stage, caches, other releases
 ls -A "$ROOT" | tr '\n' ' '; echo
 "$IOSTACK" nightly --site local --root "$ROOT" --image "$IMAGE" --state "$STATE" -- \
-    -S valid_prog_environs=stack -n FdbBitIdentityCheck
+    -S valid_prog_environs=stack -n 'StackSmokeCheck|FdbBitIdentityCheck'
 """
-    # StackSmokeCheck asks Spack through the release's environment (spack-env/), which the
-    # image leaves out as build state: from an image it cannot run yet (issue 27, open)
     start = time.monotonic()
     p = namespace(script, ROOT=root, IMAGE=outside, STATE=state, IOSTACK=IOSTACK)
-    timings["nightly FDB bit identity from the image"] = time.monotonic() - start
+    timings["nightly smoke and FDB bit identity from the image"] = time.monotonic() - start
     assert p.stdout.splitlines()[0].split() == ["current", "opt", "releases"]
     assert p.returncode == 0, p.stderr[-3000:]
     # the session is stored in the state's results DB, with the release and the image named
@@ -300,7 +316,15 @@ ls -A "$ROOT" | tr '\n' ' '; echo
     assert info["release"] == release.id
     cases = {tc["name"].split()[0]: tc["result"] for run in session["runs"]
              for tc in run["testcases"]}
-    assert set(cases) == {"FdbBitIdentityCheck"}
+    assert set(cases) == {"StackSmokeCheck", "FdbBitIdentityCheck"}
+    # a smoke case per root of the release's lock, Spack's `find` and `test run` on the
+    # mounted image: the recipes with stand-alone tests passed them there
+    smoked = {tc["name"].split("%package=")[1].split()[0]: tc for run in session["runs"][:1]
+              for tc in run["testcases"] if tc["name"].startswith("StackSmokeCheck")}
+    assert set(smoked) == {spec.key for spec in stack.root_specs(
+        json.loads((release.path / "spack.lock").read_text()), stack.core_compilers("local"))}
+    tested = {key.split("@")[0] for key, tc in smoked.items() if tc.get("spack_test") == "passed"}
+    assert {"netcdf-output-bench", "fdb-archive-bench", "nvme-stage"} <= tested
     failed = [tc["name"] for run in session["runs"][-1:] for tc in run["testcases"]
               if tc["result"] != "pass"]
     assert failed == []

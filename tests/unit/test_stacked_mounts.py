@@ -20,3 +20,14 @@ def test_a_path_findmnt_cannot_place_is_on_an_unknown_root(monkeypatch, tmp_path
     monkeypatch.setattr(process, "capture", lambda cmd, **kw: subprocess.CompletedProcess(
         cmd, 1, "", "findmnt: failed"))
     assert filesystems.mount_of(tmp_path) == ("/", "?", "?")
+
+
+def test_an_image_is_read_only_whatever_its_mount_flags_say(monkeypatch, tmp_path):
+    """squashfuse mounts rw, and access(2) lets root write there: the file system type says."""
+    monkeypatch.setattr(process, "capture", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, 0, json.dumps(STACKED), ""))
+    assert filesystems.read_only(tmp_path)
+    below = {"filesystems": STACKED["filesystems"][:1]}
+    monkeypatch.setattr(process, "capture", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, 0, json.dumps(below), ""))
+    assert not filesystems.read_only(tmp_path)

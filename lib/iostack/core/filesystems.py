@@ -1,4 +1,4 @@
-"""Which file system holds a path, and whether it is full: so that a run that hit ENOSPC
+"""Which file system holds a path, whether it can be written, and whether it is full: so that a run that hit ENOSPC
 says which file system to free instead of failing somewhere downstream. Standard library
 and util-linux's findmnt (the checks' sanity step uses it inside ReFrame)."""
 from __future__ import annotations
@@ -42,6 +42,19 @@ def mount_of(path) -> Mount:
     found = json.loads(p.stdout).get("filesystems", []) if p.returncode == 0 else []
     return Mount(found[-1]["target"], found[-1]["source"], found[-1]["fstype"]) if found else \
         Mount("/", "?", "?")
+
+
+#: file systems of a release's image (squashfs in the kernel, or through FUSE as users mount
+#: it): read-only whatever the mount's flags say (squashfuse mounts rw)
+IMAGE_TYPES = ("squashfs", "fuse.squashfuse", "fuse.squashfuse_ll")
+
+
+def read_only(path) -> bool:
+    """Nothing can be written at `path` (its nearest existing ancestor): a read-only mount,
+    or an image. access(2) cannot tell: root on a squashfuse mount is allowed to write."""
+    if os.statvfs(_existing(path)).f_flag & os.ST_RDONLY:
+        return True
+    return mount_of(path).fstype in IMAGE_TYPES
 
 
 def free_bytes(path) -> int:

@@ -12,10 +12,15 @@ prefixes, module files and spider cache name absolute paths there), without root
 It holds
     opt/<prefix>            every install prefix of the release (its SBOM's installed
                             components), and Spack's opt/bin/sbang if the tree has one
+    opt/.spack-db/index.json
+                            Spack's install database, the records of the release's lock
+                            only, so Spack on the mounted image (`spack find`, `spack test
+                            run`, the smoke check) knows what it installed and nothing else
     releases/<id>/          the release's module tree, spider cache, FDB config, lock, SBOM,
+                            its Spack environment's files (not .spack-env/, Spack's state),
                             and its release.json as built (no verdict, pid or image fields:
                             they change after the image is made); not its reframe/ (run
-                            state) nor spack-env/ (build state)
+                            state)
     current -> releases/<id>
 
 It is reproducible, the same release giving the same bytes: the tree is streamed to
@@ -49,7 +54,11 @@ SUFFIX = ".squashfs"
 #: release.json fields that change after the image is made, left out of the image's copy
 AFTER_BUILD = ("regression", "regression_rc", "host", "pid", "image", "image_sha256")
 #: what of a release is not needed at run time
-BUILD_STATE = ("reframe", "spack-env")
+RUN_STATE = ("reframe",)
+#: Spack's own state in an environment (its transaction lock), not the environment
+SPACK_ENV_STATE = ".spack-env"
+#: Spack's install database, relative to the deployment root (config.yaml's install_tree)
+SPACK_DB_INDEX = pathlib.PurePath("opt", ".spack-db", "index.json")
 
 
 class ImageError(Failed):
@@ -99,17 +108,35 @@ def members(release: releases.Release, root: pathlib.Path) -> list[pathlib.Path]
     tops = [*install_prefixes(release, root)]
     if (root / "opt" / "bin" / "sbang").exists():
         tops.append(root / "opt" / "bin")
-    tops += sorted(p for p in release.path.iterdir() if p.name not in BUILD_STATE
+    tops += sorted(p for p in release.path.iterdir() if p.name not in RUN_STATE
                    and p.name != releases.META and not p.name.startswith("."))
     found = []
     for top in tops:
         found.append(top)
         if top.is_dir() and not top.is_symlink():
             for dirpath, dirnames, filenames in os.walk(top):
+                if top.name == "spack-env":
+                    dirnames[:] = [d for d in dirnames if d != SPACK_ENV_STATE]
                 dirnames.sort()
                 base = pathlib.Path(dirpath)
                 found += [base / n for n in sorted(dirnames + filenames)]
     return found
+
+
+def spack_db_index(release: releases.Release, root: pathlib.Path) -> bytes:
+    """The deployment's Spack install database with the records of the release's lock only
+    (every other release's installs are not in the image). Spack's own format, filtered, not
+    rewritten: its version and each record as Spack wrote them."""
+    index = root / SPACK_DB_INDEX
+    if not index.is_file():
+        raise ImageError(f"release {release.id}: no Spack install database at {index}")
+    db = json.loads(index.read_text())
+    locked = json.loads((release.path / "spack.lock").read_text())["concrete_specs"]
+    installs = db["database"]["installs"]
+    # a lock also names build dependencies a deploy from a build cache never installed:
+    # Spack's record of each (installed or not) is kept as it is
+    db["database"]["installs"] = {h: installs[h] for h in sorted(locked) if h in installs}
+    return (json.dumps(db, sort_keys=True) + "\n").encode()
 
 
 def _info(arcname: str, st: os.stat_result | None, mtime: int) -> tarfile.TarInfo:
@@ -157,11 +184,13 @@ def stream(release: releases.Release, root: pathlib.Path, out, mtime: int) -> No
                     tar.addfile(info, f)
             else:
                 raise ImageError(f"{path} is neither a file, a directory nor a link")
-        meta = image_meta(release)
-        meta_path = pathlib.PurePath(releases.RELEASES, release.id, releases.META)
-        info = _info(str(meta_path), None, mtime)
-        info.mode, info.size = 0o644, len(meta)
-        tar.addfile(info, io.BytesIO(meta))
+        for made_path, made in ((SPACK_DB_INDEX, spack_db_index(release, root)),
+                                (pathlib.PurePath(releases.RELEASES, release.id, releases.META),
+                                 image_meta(release))):
+            parents(made_path)
+            info = _info(str(made_path), None, mtime)
+            info.mode, info.size = 0o644, len(made)
+            tar.addfile(info, io.BytesIO(made))
         link = _info(releases.CURRENT, None, mtime)
         link.type, link.linkname, link.mode = tarfile.SYMTYPE, f"{releases.RELEASES}/{release.id}", 0o777
         tar.addfile(link)
@@ -227,7 +256,7 @@ def verify_mounted(image: pathlib.Path, tree: pathlib.Path) -> str:
     if not image.is_file():
         raise NotMounted(f"--image {image} is not a file")
     mount = filesystems.mount_of(tree)
-    if mount.fstype not in ("squashfs", "fuse.squashfuse", "fuse.squashfuse_ll"):
+    if mount.fstype not in filesystems.IMAGE_TYPES:
         raise NotMounted(f"--image {image}: {tree} is not on a mounted squashfs image "
                          f"({mount.fstype} at {mount.mountpoint}): mount it with `squashfuse "
                          f"{image} <root>` first")

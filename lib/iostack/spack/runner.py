@@ -13,7 +13,7 @@ import pathlib
 import re
 import shutil
 
-from iostack.core import paths, pins
+from iostack.core import filesystems, paths, pins
 from iostack.core.errors import Failed, IostackError
 from iostack.core.process import CommandFailed, capture, run
 from iostack.spack import config
@@ -106,6 +106,13 @@ def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
     so what Spack writes (spack.lock, .spack-env/) stays with the deployment and never changes
     the checkout. Each call refreshes the copy from the checkout, keeping Spack's own state."""
     dest = root_dir / "spack-env"
+    if dest.is_dir() and filesystems.read_only(dest):
+        # a release mounted read-only from its image: its environment as it was built, in a
+        # copy of this node's, since Spack writes into an environment it activates (its
+        # transaction lock, whatever config:locks says)
+        copy = paths.cache() / "image-envs" / hashlib.sha256(str(dest).encode()).hexdigest()[:16]
+        shutil.copytree(dest, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".spack-env"))
+        return copy / "sites" / site
     for path in sorted(dest.rglob("*"), reverse=True) if dest.exists() else []:
         if ".spack-env" in path.relative_to(dest).parts:
             continue
@@ -123,9 +130,9 @@ def spack(args, root_dir, site=None, release=None, **kw):
     cmd: list[object] = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
     if site:
         env_dir = deployed_env(site, release or root_dir)
-        if not os.access(env_dir, os.W_OK):
-            # a release mounted read-only (a squashfs image): Spack's file locks there fail
-            # ("Function not implemented"), and no command on it writes
+        if filesystems.read_only(root_dir):
+            # a release mounted read-only (a squashfs image): Spack's file locks on its
+            # install database fail ("Function not implemented"), and no command on it writes
             cmd += ["-c", "config:locks:false"]
         cmd += ["-e", env_dir]
     return run(cmd + list(args), env_extra=env, **kw)
