@@ -68,6 +68,27 @@ class Openifs(CrayPEPackage, CMakePackage):
     depends_on("multio@2:+fortran", when="@49r1")
     depends_on("ecflow-light", when="@49r1")
 
+    @when("@48r1.1.0")
+    def patch(self):
+        # ifs-source links ecbuild 2's ECCODES_LIBRARIES and ATLAS_LIBRARIES, which only the
+        # bundle's own builds of ecCodes and atlas set: an installed package's config sets
+        # them empty (ifsaux and the surf tools linked without libeccodes_f90). Set them to
+        # the packages' CMake targets where empty.
+        filter_file(
+            r"^(ecbuild_add_option\(FEATURE ATLAS .*\))$",
+            "\\1\n"
+            "if(NOT ECCODES_LIBRARIES)\n  set(ECCODES_LIBRARIES eccodes_f90 eccodes)\nendif()\n"
+            "if(HAVE_ATLAS AND NOT ATLAS_LIBRARIES)\n  set(ATLAS_LIBRARIES atlas_f)\nendif()",
+            join_path("ifs-source", "CMakeLists.txt"))
+        # MultIO's FDB sink registers itself when libmultio-fdb5 loads, and nothing calls into
+        # it: ifs-source keeps it from --as-needed for static builds only, so a shared build
+        # dropped it and ifsMASTER could not build an fdb5 sink ("No DataSinkFactory")
+        filter_file(
+            r"^( +)list\(APPEND MULTIO_LIBRARIES multio-fdb5\)$",
+            "\\1list(APPEND MULTIO_LIBRARIES -Wl,--push-state,--no-as-needed multio-fdb5 "
+            "-Wl,--pop-state)",
+            join_path("ifs-source", "CMakeLists.txt"))
+
     def cmake_args(self):
         single = self.spec.satisfies("precision=single")
         # what bundle.yml passes to ifs_sp/ifs_dp, with its openifs-only option
