@@ -3,7 +3,7 @@
 In CI: every source of the nwp environment is fetched from the offline source mirror, each
 archive checked against the sha256 its recipe pins (`bin/iostack mirror create`: Spack's
 fetch), and nothing comes from anywhere else; the environment concretizes to its committed
-lock (tests/spack/test_spack_locks.py). The full build of OpenIFS (an hour and more on two
+lock (tests/spack/test_spack_locks.py); the recipe's patch applies to the release's source. The full build of OpenIFS (an hour and more on two
 cores) does not fit CI: the nightly tier builds it (tests/nightly/test_openifs_nwp.py)."""
 import hashlib
 import json
@@ -66,3 +66,22 @@ def test_every_openifs_source_is_fetched_from_the_mirror_checksums_verified(nwp_
             # Spack stored it under the sha256 it verified, which is the file's own
             assert hashlib.sha256(got.read_bytes()).hexdigest() == got.name.split(".")[0]
         assert got.read_bytes() == (source / "_source-cache" / path).read_bytes(), name
+
+
+def test_the_recipe_patches_the_released_ifs_source_where_it_means_to(nwp_mirror):
+    """Spack's filter_file changes nothing, silently, where its pattern matches nothing: the
+    recipe's patch() as Spack runs it (`spack patch`) on the release's own ifs-source."""
+    mirror, _ = nwp_mirror
+    root = mirror.parent
+    spack = ("spack", "--site", "local", "--env", "nwp", "--root", root, "--")
+    run = iostack(*spack, "patch", "openifs")
+    assert run.returncode == 0, run.error_lines
+    where = iostack(*spack, "location", "--source-dir", "openifs")
+    assert where.returncode == 0, where.error_lines
+    text = (pathlib.Path(where.stdout.strip().splitlines()[-1]) / "ifs-source" /
+            "CMakeLists.txt").read_text()
+    assert text.count("\nif(NOT ECCODES_LIBRARIES)\n  set(ECCODES_LIBRARIES eccodes_f90 eccodes)\n") == 1
+    assert text.count("\nif(HAVE_ATLAS AND NOT ATLAS_LIBRARIES)\n  set(ATLAS_LIBRARIES atlas_f)\n") == 1
+    # both of ifs-source's branches (static, shared) now keep MultIO's FDB sink linked
+    kept = "list(APPEND MULTIO_LIBRARIES -Wl,--push-state,--no-as-needed multio-fdb5 -Wl,--pop-state)"
+    assert text.count(kept) == 2 and "list(APPEND MULTIO_LIBRARIES multio-fdb5)" not in text
