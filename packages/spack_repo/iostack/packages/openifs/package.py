@@ -27,8 +27,6 @@ class Openifs(CrayPEPackage, CMakePackage):
     # CY49R1: the repository's main branch at this commit (bundle.yml: ifs-bundle 49.1).
     version("49r1", commit="18ac98c6679fdb7591ca8fc75e6dafc822ebcdf3")
 
-    root_cmakelists_dir = "ifs-source"
-
     # ecbundle builds IFS with CMAKE_BUILD_TYPE=Bit, whose flags ifs-source's
     # cmake/compile_flags.cmake sets per compiler (gfortran: -g -O2); Debug is -O0.
     variant("build_type", default="Bit", values=("Bit", "Debug"), multi=False,
@@ -67,6 +65,20 @@ class Openifs(CrayPEPackage, CMakePackage):
     # 49r1 links multio-fapi, multio's Fortran API since 2.0 (cmake: find_package(multio))
     depends_on("multio@2:+fortran", when="@49r1")
     depends_on("ecflow-light", when="@49r1")
+
+    @property
+    def root_cmakelists_dir(self):
+        # ifs-source under the name the bundle gives it (bundle.yml: ifs_sp, ifs_dp), which
+        # its CMakeLists.txt takes the project's name from: as `ifs`, the aliases it makes for
+        # ifs-test (ifs-config*.cmake -> <project>-config*.cmake) linked to themselves, and
+        # the install stopped at 'Too many levels of symbolic links'
+        return f"ifs_{self.precision_suffix.lower()}"
+
+    @run_before("cmake")
+    def name_the_source_as_the_bundle_does(self):
+        link = join_path(self.stage.source_path, self.root_cmakelists_dir)
+        if not os.path.lexists(link):
+            os.symlink("ifs-source", link)
 
     @when("@48r1.1.0")
     def patch(self):
