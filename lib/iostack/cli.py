@@ -44,9 +44,10 @@ def cmd_spack(args):
     root = paths.deploy_root(args.site, args.root)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
     release = None
-    if root.is_dir() and filesystems.read_only(root) and releases.current(root):
+    current = releases.current(root) if root.is_dir() and filesystems.read_only(root) else None
+    if current:
         # a deployment mounted read-only from a release's image: that release's environment
-        release = releases.find(root, releases.current(root)).path
+        release = releases.find(root, current).path
     return runner.spack(spack_args, root, site=env, release=release, check=False).returncode
 
 
