@@ -140,3 +140,11 @@ def test_what_spack_test_run_said(summary, status):
     assert smoke.spack_test_status(out) == status
     problems = smoke.spack_test_problems(out, "iostack-smoke: spack test rc=0\n")
     assert (problems == []) == (status in ("passed", "no-tests", "skipped"))
+
+
+def test_an_environment_of_a_site_has_the_sites_core_compiler():
+    """local/nwp includes local's modules.yaml: its packages sit in Core under gcc as the
+    site's own do (a `gcc/12.2.0` level, which the tree has not, kept openifs-env from loading)."""
+    assert stack.core_compilers("local/nwp") == stack.core_compilers("local") == ("gcc@12.2.0",)
+    roots = {r.name: r for r in stack.site_roots("local/nwp")}
+    assert roots["openifs"].hierarchy == roots["fdb"].hierarchy == ("openmpi/4.1.4",)

@@ -128,15 +128,26 @@ def root_specs(lock: dict, core_compilers=()) -> list[RootSpec]:
 
 
 def core_compilers(site: str) -> tuple[str, ...]:
-    """The site's `modules: default: lmod: core_compilers` (spack-env/sites/<site>)."""
+    """The `modules: default: lmod: core_compilers` of a site's environment
+    (spack-env/sites/<site>), from the modules.yaml its spack.yaml includes: an environment
+    of a site (local/nwp) includes the site's ../modules.yaml. The first include that sets
+    them wins, as Spack gives an earlier include precedence."""
     import yaml
 
-    path = SITES / site / "modules.yaml"
-    if not path.is_file():
-        return ()
-    data = yaml.safe_load(path.read_text()) or {}
-    lmod = ((data.get("modules") or {}).get("default") or {}).get("lmod") or {}
-    return tuple(lmod.get("core_compilers") or ())
+    env = SITES / site
+    manifest = env / "spack.yaml"
+    spack = (yaml.safe_load(manifest.read_text()) or {}).get("spack") or {} \
+        if manifest.is_file() else {}
+    includes = [i.get("path") if isinstance(i, dict) else i for i in spack.get("include") or []]
+    for include in [i for i in includes if i and i.endswith("modules.yaml")] or ["modules.yaml"]:
+        path = env / include
+        if not path.is_file():
+            continue
+        data = yaml.safe_load(path.read_text()) or {}
+        lmod = ((data.get("modules") or {}).get("default") or {}).get("lmod") or {}
+        if lmod.get("core_compilers"):
+            return tuple(lmod["core_compilers"])
+    return ()
 
 
 def site_roots(site: str) -> list[RootSpec]:
