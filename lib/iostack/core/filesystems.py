@@ -1,6 +1,7 @@
-"""Which file system holds a path, whether it can be written, and whether it is full: so that a run that hit ENOSPC
-says which file system to free instead of failing somewhere downstream. Standard library
-and util-linux's findmnt (the checks' sanity step uses it inside ReFrame)."""
+"""Which file system holds a path, whether it can be written, and whether it is full: so
+that a run that hit ENOSPC says which file system to free instead of failing somewhere
+downstream. Standard library and util-linux's findmnt (the checks' sanity step uses it
+inside ReFrame)."""
 from __future__ import annotations
 
 import json

@@ -106,13 +106,6 @@ def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
     so what Spack writes (spack.lock, .spack-env/) stays with the deployment and never changes
     the checkout. Each call refreshes the copy from the checkout, keeping Spack's own state."""
     dest = root_dir / "spack-env"
-    if dest.is_dir() and filesystems.read_only(dest):
-        # a release mounted read-only from its image: its environment as it was built, in a
-        # copy of this node's, since Spack writes into an environment it activates (its
-        # transaction lock, whatever config:locks says)
-        copy = paths.cache() / "image-envs" / hashlib.sha256(str(dest).encode()).hexdigest()[:16]
-        shutil.copytree(dest, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".spack-env"))
-        return copy / "sites" / site
     for path in sorted(dest.rglob("*"), reverse=True) if dest.exists() else []:
         if ".spack-env" in path.relative_to(dest).parts:
             continue
@@ -125,16 +118,30 @@ def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
     return dest / "sites" / site
 
 
+def image_env(site: str, tree: pathlib.Path) -> pathlib.Path:
+    """The environment of a release mounted read-only from its image, as it was built, in a
+    copy of this node's: Spack writes into an environment it activates (its transaction
+    lock, whatever config:locks says)."""
+    built = tree / "spack-env"
+    if not built.is_dir():
+        raise Failed(f"{tree} is read-only and holds no Spack environment (spack-env/): give "
+                     "the release mounted there, not its deployment root")
+    copy = paths.cache() / "image-envs" / hashlib.sha256(str(built).encode()).hexdigest()[:16]
+    shutil.copytree(built, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".spack-env"))
+    return copy / "sites" / site
+
+
 def spack(args, root_dir, site=None, release=None, **kw):
     env = environment(root_dir, release)
     cmd: list[object] = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
     if site:
-        env_dir = deployed_env(site, release or root_dir)
-        if filesystems.read_only(root_dir):
-            # a release mounted read-only (a squashfs image): Spack's file locks on its
-            # install database fail ("Function not implemented"), and no command on it writes
-            cmd += ["-c", "config:locks:false"]
-        cmd += ["-e", env_dir]
+        tree = release or root_dir
+        if filesystems.read_only(tree):
+            # a release mounted from its image: Spack's file locks on its install database
+            # fail ("Function not implemented"), and no command on it writes
+            cmd += ["-c", "config:locks:false", "-e", image_env(site, tree)]
+        else:
+            cmd += ["-e", deployed_env(site, tree)]
     return run(cmd + list(args), env_extra=env, **kw)
 
 
