@@ -412,7 +412,9 @@ def parser():
     p.add_argument("--system", help="ReFrame system (default: the site)")
     p.add_argument("--check", action="append", default=[],
                    help="check class to record (repeatable; default: all with references)")
-    p.add_argument("--session", help="stored session UUID (default: the latest on the system)")
+    p.add_argument("--session", action="append", default=[],
+                   help="stored session UUID (repeatable: the median of the named sessions; "
+                        "default: the latest on the system)")
     p.add_argument("--sessions", type=int, default=1, metavar="N",
                    help="record the median of the last N sessions' values (default: 1)")
     p.add_argument("--lower", type=float,

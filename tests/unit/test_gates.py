@@ -24,6 +24,34 @@ def test_band_takes_the_widest_of_floor_and_measured_spread():
     assert gates.band([1.0, 0.1, 2.0, 0.2, 3.0]).width == 0.95
 
 
+def test_the_band_holds_every_recorded_night_on_its_bad_side():
+    slow_night = gates.band([1.0, 0.99, 1.01, 1.0, 0.6], floor=-0.05, lower_is_worse=True)
+    assert slow_night.source == "worst-night" and 0.6 >= 1.0 * (1 - slow_night.width)
+    long_night = gates.band([10.0, 10.1, 9.9, 10.0, 15.0], floor=0.05, lower_is_worse=False)
+    assert long_night.source == "worst-night" and 15.0 <= 10.0 * (1 + long_night.width)
+    # the good side's outlier widens nothing beyond the robust spread
+    fast_night = gates.band([1.0, 0.99, 1.01, 1.0, 1.6], floor=-0.05, lower_is_worse=True)
+    assert fast_night.source == "floor" and fast_night.width == 0.05
+
+
+def test_leaving_one_night_out_at_most_the_worst_night_trips():
+    # the 1/(N+1) bound holds for any shape of noise: heavy-tailed nights (Pareto), each
+    # judged against the band recorded from the others
+    import random
+    rng = random.Random(7)
+    for _ in range(50):
+        nights = [100.0 / rng.paretovariate(1.5) for _ in range(20)]
+        tripped = []
+        for i, value in enumerate(nights):
+            others = nights[:i] + nights[i + 1:]
+            ref = sorted(others)[len(others) // 2 - 1:len(others) // 2 + 1]
+            median = sum(ref) / 2
+            width = gates.band(others, floor=-0.05, lower_is_worse=True).width
+            tripped.append(value < median * (1 - width))
+        assert sum(tripped) <= 1 and (not any(tripped) or
+                                       tripped.index(True) == nights.index(min(nights)))
+
+
 HISTORY = [100.0, 97.0, 103.0, 99.0, 101.0, 98.0, 102.0, 100.5, 99.5, 100.0, 96.0, 104.0]
 
 

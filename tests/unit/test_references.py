@@ -244,7 +244,31 @@ def test_record_baseline_refuses_a_session_that_failed_anything(refs_dir, phase,
         f"session 9 failed on sys, so none of its values is a baseline: OtherCheck "
         f"@sys:part+env: {phase}")
     # the passing one alone, named, is fine
-    assert baseline.choose_sessions([session("8", 1.6e9, 0.5), failed], "sys", uuid="8")
+    assert baseline.choose_sessions([session("8", 1.6e9, 0.5), failed], "sys", uuids=["8"])
+
+
+def test_record_baseline_takes_the_sessions_it_is_named_and_counts_only_the_checks_asked_for():
+    # a sensitivity campaign's DB: each night's figures are sessions of their own, and slowed
+    # nights (failed on performance by design) sit between the clean ones
+    def other(uuid, t):
+        s = with_case(session(uuid, t, 0.5), "OtherCheck", "pass",
+                      perfvalues={"sys:part:iops": [10.0, 0, None, None, "ops/s", "pass"]})
+        s["runs"][0]["testcases"].pop(0)
+        return s
+    clean = [session("c1", 1.0e9, 0.5, "pass", None), session("c2", 1.2e9, 0.6, "pass", None)]
+    slow = session("slow", 1.15e9, 0.2)
+    slow["runs"][0]["testcases"][0]["perfvalues"]["sys:part:ratio"] = \
+        [0.2, 0.5, -0.1, None, "ratio", "fail"]
+    stored = [clean[0], other("o1", 1.1e9), slow, clean[1],
+              other("o2", 1.3e9)]
+    assert baseline.choose_sessions(stored, "sys", uuids=["c2", "c1"]) == clean
+    with pytest.raises(Failed, match="^no stored session nope$"):
+        baseline.choose_sessions(stored, "sys", uuids=["c1", "nope"])
+    # the last 2 with ThroughputCheck's values: one of them is the slowed night, refused
+    with pytest.raises(Failed, match="^session slow failed on sys"):
+        baseline.choose_sessions(stored, "sys", count=2, checks=["ThroughputCheck"])
+    assert baseline.choose_sessions(stored, "sys", count=1, checks=["ThroughputCheck"]) == \
+        [clean[1]]
 
 
 def test_the_band_comes_from_the_nights_spread(refs_dir):

@@ -6,7 +6,8 @@ references (reframe-tests/references/<check module>.yaml), each with its provena
     git diff reframe-tests/references/ && git commit ...    # review, then commit
 
 Values come from the latest session in the results DB that ran on the system (or
---session UUID; or the median over the last --sessions N), each test case's last attempt.
+--session UUID, repeatable: the median of the named sessions; or the median over the last
+--sessions N), each test case's last attempt.
 A session that failed anything is refused, whatever is being recorded: its numbers are no
 baseline (a case whose only failure is the no-baseline placeholder, as on a new system,
 is no failure here).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import datetime
 import pathlib
 import statistics
+from collections.abc import Sequence
 
 from iostack.core.errors import Failed
 from iostack.regression import gates, references, results
@@ -44,17 +46,20 @@ def failures(session: dict, system: str) -> list[str]:
                   and not _only_without_baseline(tc))
 
 
-def choose_sessions(sessions: list[dict], system: str, uuid: str | None = None,
-                    count: int = 1) -> list[dict]:
-    """The session `uuid`, or the last `count` sessions with values from `system`; refused
-    if any of them failed anything."""
-    if uuid:
-        chosen = [s for s in sessions if s["session_info"].get("uuid") == uuid]
-        if not chosen:
-            raise Failed(f"no stored session {uuid}")
+def choose_sessions(sessions: list[dict], system: str, uuids: Sequence[str] = (),
+                    count: int = 1, checks: Sequence[str] = ()) -> list[dict]:
+    """The sessions named by `uuids`, or the last `count` sessions with values from `system`
+    (of `checks`, if given: a campaign's nights run one figure each); refused if any of
+    them failed anything."""
+    if uuids:
+        chosen = [s for s in sessions if s["session_info"].get("uuid") in uuids]
+        missing = sorted(set(uuids) - {s["session_info"].get("uuid") for s in chosen})
+        if missing:
+            raise Failed(f"no stored session {', '.join(missing)}")
     else:
         chosen = [s for s in sessions
                   if any(tc["system"] == system and tc.get("perfvalues")
+                         and (not checks or results.check_of(tc) in checks)
                          for tc in results.last_attempts(s).values())][-count:]
     if not chosen:
         raise Failed(f"no stored session has performance values from system {system}: "
@@ -139,7 +144,8 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
         if var in references.gated_variables(section):
             within = values.get((path, check, partition, variant, var + gates.SPREAD_SUFFIX), [])
             side = "lower" if threshold.get("lower") is not None else "upper"
-            measured = gates.band(vals, within, floor=threshold[side])
+            measured = gates.band(vals, within, floor=threshold[side],
+                                  lower_is_worse=side == "lower")
             bounds = {"lower": -measured.width} if side == "lower" else {"upper": measured.width}
             spread = measured.as_yaml()
             if lower is not None or upper is not None:
@@ -158,10 +164,10 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     return written
 
 
-def main(site: str, system: str, root: pathlib.Path, checks=(), session_uuid=None,
+def main(site: str, system: str, root: pathlib.Path, checks=(), session_uuids=(),
          refs_dir=None, lower=None, upper=None, count: int = 1) -> int:
-    sessions = choose_sessions(results.stored_sessions(system, root), system, session_uuid,
-                               count)
+    sessions = choose_sessions(results.stored_sessions(system, root), system, session_uuids,
+                               count, checks)
     uuids = ", ".join(s["session_info"].get("uuid", "?") for s in sessions)
     written = record(sessions, system, checks, refs_dir, lower, upper)
     if not written:

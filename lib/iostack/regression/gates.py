@@ -8,9 +8,11 @@ bands, `nightly` runs the history test after ReFrame, the sensitivity campaign
    median, reported beside it as `<figure>_spread`.
 2. Tonight against the reference (ReFrame's own check of `reference`): the reference is
    the median of the recorded nights and its band BAND_SIGMAS robust standard deviations of
-   those nights (1.4826 x MAD / median), never narrower than the figure's threshold in
-   the references file (its floor); recorded from fewer than 3 nights, the band comes
-   from the within-run spread instead, widened (nights vary more than repeats).
+   those nights (1.4826 x MAD / median) and at least as wide as the worst of them (a
+   false-alarm rate of at most 1/(N+1) from N nights, whatever the noise's shape), never
+   narrower than the figure's threshold in the references file (its floor); recorded
+   from fewer than 3 nights, the band comes from the within-run spread instead, widened
+   (nights vary more than repeats).
 3. History (`history_verdict`): the last RECENT_NIGHTS nights together against up to
    HISTORY_NIGHTS nights before them, a one-sided Mann-Whitney U test (exact): a
    regression that persists is caught even when each night alone stays inside the band.
@@ -21,8 +23,8 @@ import dataclasses
 import statistics
 
 #: the band, in robust standard deviations of the recorded nights: a clean night falls
-#: outside it ~0.6% of the time if the noise were normal; heavier tails and a spread
-#: estimated from few nights take the rest of the 5% false-alarm budget
+#: outside it ~0.6% of the time if the noise were normal. That is no bound for heavier
+#: tails (the sensitivity campaign found them here): the worst-night term of `band` is
 BAND_SIGMAS = 2.5
 #: a band from a single run's within-run spread alone: the range of 3 repeats is ~1.7
 #: standard deviations of one repeat (normal d2 constant), and nights vary more than
@@ -64,7 +66,7 @@ class Band:
     #: median within-run spread of the recorded nights (None: not reported)
     within_run_spread: float | None
     nights: int
-    #: 'nights', 'within-run' or 'floor': which of the three is widest
+    #: 'nights', 'worst-night', 'within-run' or 'floor': which is widest
     source: str
 
     def as_yaml(self) -> dict:
@@ -75,19 +77,42 @@ class Band:
                 "band_from": self.source}
 
 
-def band(nightly_values, within_run_spreads=(), floor: float = 0.0) -> Band:
-    """The band of a figure recorded from these nights' values (each night's median)."""
-    nights = robust_spread(nightly_values)
+def worst_night(values, lower_is_worse: bool) -> float | None:
+    """How far the worst of the recorded nights lies from their median, the bad way, as a
+    fraction of it (None for fewer than MIN_NIGHTS_FOR_SPREAD values or a zero median)."""
+    values = [float(v) for v in values]
+    if len(values) < MIN_NIGHTS_FOR_SPREAD:
+        return None
+    med = statistics.median(values)
+    if med == 0:
+        return None
+    worst = min(values) if lower_is_worse else max(values)
+    return max(0.0, (med - worst) / med if lower_is_worse else (worst - med) / med)
+
+
+def band(nightly_values, within_run_spreads=(), floor: float = 0.0,
+         lower_is_worse: bool | None = None) -> Band:
+    """The band of a figure recorded from these nights' values (each night's median).
+    Given its side, the band also holds every recorded night ('worst-night'): then a
+    clean night falls outside it only if it is worse than all N recorded ones, which for
+    exchangeable nights happens with probability 1/(N+1) whatever the noise's shape
+    (heavy-tailed I/O times included): under 5% from 20 nights."""
+    values = list(nightly_values)
+    nights = robust_spread(values)
     within = statistics.median(within_run_spreads) if within_run_spreads else None
     candidates = {"floor": abs(floor)}
     if nights is not None:
         candidates["nights"] = BAND_SIGMAS * nights
+        worst = worst_night(values, lower_is_worse) if lower_is_worse is not None else None
+        if worst is not None:
+            # a hair beyond the worst night, so that night itself is inside
+            candidates["worst-night"] = worst * (1 + 1e-9) + 1e-12
     elif within is not None:
         # one or two nights: what their repeats say, widened for the nights' own variation
         candidates["within-run"] = (BAND_SIGMAS * NIGHTS_OVER_REPEATS * within
                                     / WITHIN_RUN_RANGE_SIGMAS)
     source = max(candidates, key=lambda k: candidates[k])
-    return Band(min(candidates[source], 0.95), nights, within, len(list(nightly_values)), source)
+    return Band(min(candidates[source], 0.95), nights, within, len(values), source)
 
 
 @dataclasses.dataclass(frozen=True)
