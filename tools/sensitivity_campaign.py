@@ -9,8 +9,10 @@ replays the gates on the nights: what each catches and how often a clean night f
     tools/sensitivity_campaign.py run --root deploy/local --out campaign --nights 2 \\
         --slowdown cpu:0.15            # CPU quota: (1 - 0.15) of the CPUs a figure uses
     tools/sensitivity_campaign.py run ... --slowdown blkio:0.15   # scratch disk writes
-    tools/sensitivity_campaign.py run ... --slowdown fdb-build:PREFIX  # another FDB build
+    tools/sensitivity_campaign.py run ... --figures fdb \\
+        --slowdown fdb-env:FDB_DIRECT_WRITE_SIZE=0     # FDB configured to do more per field
     tools/sensitivity_campaign.py analyse campaign [--series tests/data/campaign/x.json]
+    tools/sensitivity_campaign.py sessions campaign    # the clean nights, for record-baseline
 
 Slowdowns (none changes a measured number; each slows what is measured):
 - cpu:F     cgroup v1 cpu controller: cpu.cfs_quota_us = (1 - F) x the CPUs the figure's
@@ -20,8 +22,9 @@ Slowdowns (none changes a measured number; each slows what is measured):
             (1 - F) x its direct-write rate, measured first (`--disk-bps` to give it);
             it throttles direct and synchronous writes, which is what the gated I/O
             figures write (IOR --posix.odirect, FDB's fdatasync, NetCDF --sync step);
-- fdb-build:PREFIX  the FDB checks run the FDB installed at PREFIX (e.g. the same version
-            built with build_type=Debug: more work per field) in place of the release's.
+- fdb-env:NAME=VALUE  the release's FDB with a run-time setting that makes it do more work
+            per field (FDB_DIRECT_WRITE_SIZE=0: every field copied through FDB's stdio
+            buffer, as before the recipe's direct-write patch).
 
 Every night's processes (ReFrame, its jobs) run in the cgroup; each figure's checks run as
 a night of their own. Sessions go to the campaign's own results DB (<out>/results.db), so
@@ -35,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import pathlib
+import random
 import statistics
 import subprocess
 import sys
@@ -124,7 +129,7 @@ class Cgroup:
 def slowdown_groups(slowdown: str, figure: str, root: pathlib.Path, disk_bps: float | None):
     """The cgroups a night of `figure` runs in, and what they set."""
     kind, _, arg = slowdown.partition(":")
-    if kind == "clean" or kind == "fdb-build":
+    if kind == "clean" or kind == "fdb-env":
         return [], {}
     fraction = float(arg)
     if kind == "cpu":
@@ -168,11 +173,13 @@ def night(root: pathlib.Path, out: pathlib.Path, figure: str, slowdown: str,
     extra = ["--max-retries=0"]
     for check in FIGURES[figure]["checks"]:
         extra += ["-n", check]
-    if slowdown.startswith("fdb-build:"):
-        prefix = pathlib.Path(slowdown.split(":", 1)[1])
-        # after the modules the job loads: the other build's programs and libraries first
-        extra += ["-S", f"env_vars=PATH:{prefix}/bin:$PATH"]
-        settings = {"fdb_prefix": str(prefix)}
+    if slowdown.startswith("fdb-env:"):
+        # a run-time setting of the release's own FDB, in the environment the nightly's jobs
+        # inherit (local scheduler): e.g. FDB_DIRECT_WRITE_SIZE=0 copies every field through
+        # FDB's stdio buffer again, the work the recipe's direct-write patch removed
+        name, _, value = slowdown.split(":", 1)[1].partition("=")
+        env[name] = value
+        settings = {name: value}
     cmd = [str(REPO / "bin" / "iostack"), "nightly", "--site", "local", "--root", str(root),
            "--", *extra]
     started = time.time()
@@ -209,7 +216,7 @@ def night(root: pathlib.Path, out: pathlib.Path, figure: str, slowdown: str,
 
 def cmd_run(args) -> int:
     if os.geteuid() != 0 and args.slowdown not in ("clean",) and \
-            not args.slowdown.startswith("fdb-build:"):
+            not args.slowdown.startswith("fdb-env:"):
         raise SystemExit("campaign: error: cgroups need root")
     root = pathlib.Path(args.root).resolve()
     out = pathlib.Path(args.out).resolve()
@@ -220,7 +227,7 @@ def cmd_run(args) -> int:
             raise SystemExit(f"campaign: error: unknown figure {figure!r} ({', '.join(FIGURES)})")
     for _ in range(args.nights):
         for figure in figures:
-            if args.slowdown.startswith("fdb-build:") and figure != "fdb":
+            if args.slowdown.startswith("fdb-env:") and figure != "fdb":
                 continue
             night(root, out, figure, args.slowdown, args.disk_bps)
     return 0
@@ -279,8 +286,54 @@ def tripped(value: float, reference: list[float], within: list[float], floor: fl
             low_bad: bool) -> bool:
     """Gate 1 as ReFrame applies it: outside the band record-baseline makes from `reference`."""
     ref = statistics.median(reference)
-    band = gates.band(reference, within, floor=floor).width
+    band = gates.band(reference, within, floor=floor, lower_is_worse=low_bad).width
     return value < ref * (1 - band) if low_bad else value > ref * (1 + band)
+
+
+def slowed(value: float, fraction: float, low_bad: bool) -> float:
+    """`value` on a machine `fraction` slower for it: a rate times (1 - f), a time or a cost
+    divided by it (cpu:F's quota is the same (1 - F))."""
+    return value * (1 - fraction) if low_bad else value / (1 - fraction)
+
+
+def smallest_caught(clean: list[float], within: list[float], floor: float, low_bad: bool,
+                    share: float = 0.95) -> float | None:
+    """The smallest slowdown of the figure itself (in steps of 1%) that gate 1 catches on at
+    least `share` of the clean nights, each slowed by it and judged against the band of the
+    others: the nights' own noise, shifted (None: fewer than 3 clean nights)."""
+    if len(clean) < 3:
+        return None
+    for step in range(1, 96):
+        fraction = step / 100
+        caught = sum(tripped(slowed(v, fraction, low_bad), clean[:i] + clean[i + 1:], within,
+                             floor, low_bad) for i, v in enumerate(clean))
+        if caught >= share * len(clean):
+            return fraction
+    return None
+
+
+def smallest_caught_history(clean: list[float], low_bad: bool, share: float = 0.95,
+                            samples: int = 100) -> float | None:
+    """The same for gate 3 (the history test): the smallest slowdown at which at least
+    `share` of 3-night windows of clean nights, slowed by it and following the other clean
+    nights, are called a regression (`samples` windows, the same ones at every size; None:
+    too few nights)."""
+    recent = gates.RECENT_NIGHTS
+    if len(clean) < recent + gates.MIN_HISTORY:
+        return None
+    windows = list(itertools.combinations(range(len(clean)), recent))
+    windows = random.Random(0).sample(windows, min(samples, len(windows)))
+    for step in range(1, 96):
+        fraction = step / 100
+        caught = 0
+        for window in windows:
+            others = [v for i, v in enumerate(clean) if i not in window]
+            verdict = gates.history_verdict(
+                others + [slowed(clean[i], fraction, low_bad) for i in window], low_bad)
+            caught += bool(verdict and verdict.regressed)
+        if caught >= share * len(windows):
+            return fraction
+    return None
 
 
 def analyse(nights: list[dict]) -> list[dict]:
@@ -296,12 +349,14 @@ def analyse(nights: list[dict]) -> list[dict]:
             # clean nights, each against the others (leave one out)
             alarms = sum(tripped(v, clean[:i] + clean[i + 1:], within, floor, low_bad)
                          for i, v in enumerate(clean)) if len(clean) > 1 else None
-            band = gates.band(clean, within, floor=floor) if clean else None
+            band = gates.band(clean, within, floor=floor, lower_is_worse=low_bad) if clean else None
             rows.append({"figure": figure, "value": key, "slowdown": "clean",
                          "nights": len(clean), "tripped": alarms,
                          "median": statistics.median(clean) if clean else None,
                          "band": band.width if band else None,
-                         "band_from": band.source if band else None})
+                         "band_from": band.source if band else None,
+                         "smallest_caught": smallest_caught(clean, within, floor, low_bad),
+                         "smallest_caught_history": smallest_caught_history(clean, low_bad)})
             for slowdown, values in sorted(by_slowdown.items()):
                 if slowdown == "clean" or not clean:
                     continue
@@ -316,23 +371,65 @@ def analyse(nights: list[dict]) -> list[dict]:
     return rows
 
 
+def rounds_with_alarms(nights: list[dict]) -> tuple[int, int]:
+    """Clean "nights" of the whole nightly: the i-th clean night of every figure together
+    (the campaign runs the figures one after the other). Returns (nights with at least
+    one gate-1 alarm among all gated values, nights): what one try of every check would
+    fail, with no retry."""
+    clean = [n for n in nights if n["slowdown"] == "clean" and not n["sanity_failed"]]
+    by_figure: dict = {}
+    for n in clean:
+        by_figure.setdefault(n["figure"], []).append(n)
+    rounds = min((len(v) for v in by_figure.values()), default=0)
+    within_all = spreads(nights)
+    alarmed = set()
+    for figure_nights in by_figure.values():
+        keys = {k for n in figure_nights for k in n["values"] if not k.endswith(gates.SPREAD_SUFFIX)}
+        for key in keys:
+            values = [n["values"].get(key) for n in figure_nights]
+            low_bad = lower_is_worse(key)
+            for i, value in enumerate(values[:rounds]):
+                others = [v for j, v in enumerate(values) if j != i and v is not None]
+                if value is not None and len(others) > 1 and tripped(
+                        value, others, within_all.get(key, []), floor_of(key), low_bad):
+                    alarmed.add(i)
+    return len(alarmed), rounds
+
+
+def short(key: str) -> str:
+    """'FdbThroughputCheck %size=small %path=key @default+stack|fdb_write_ratio' ->
+    'FdbThroughputCheck[small,key]|fdb_write_ratio'."""
+    case, var = key.split("|")
+    words = case.split()
+    params = [w.split("=", 1)[1] for w in words[1:] if w.startswith("%")]
+    return f"{words[0]}[{','.join(params)}]|{var}" if params else f"{words[0]}|{var}"
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| figure | gated value | nights | slowdown | median | change vs clean | "
-             "gate 1 tripped | band |", "|---|---|---|---|---|---|---|---|"]
+             "gate 1 tripped | band | smallest caught in 95%: gate 1 | gate 3 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         change = f"{r['change']:+.1%}" if r.get("change") is not None else ""
         band = f"{r['band']:.1%} ({r['band_from']})" if r.get("band") is not None else ""
         tripped = "n/a" if r["tripped"] is None else f"{r['tripped']}/{r['nights']}"
-        lines.append(f"| {r['figure']} | {r['value']} | {r['nights']} | {r['slowdown']} | "
-                     f"{r['median']:.4g} | {change} | {tripped} | {band} |")
+        smallest = " | ".join(f"{r[k]:.0%}" if r.get(k) else "" for k in
+                              ("smallest_caught", "smallest_caught_history"))
+        history = {True: ", history: caught", False: ", history: missed"}.get(r.get("history"), "")
+        lines.append(f"| {r['figure']} | {short(r['value'])} | {r['nights']} | {r['slowdown']} | "
+                     f"{r['median']:.4g} | {change} | {tripped}{history} | {band} | {smallest} |")
     return "\n".join(lines)
 
 
 def cmd_analyse(args) -> int:
     out = pathlib.Path(args.out)
-    nights = load_nights(out)
+    nights = [n for n in load_nights(out)
+              if not args.figures or n["figure"] in args.figures.split(",")]
     rows = analyse(nights)
     print(markdown(rows))
+    alarmed, rounds = rounds_with_alarms(nights)
+    print(f"\nwhole nightly, one try of each check: {alarmed} of {rounds} clean nights with a "
+          "gate-1 alarm on some gated value")
     if args.series:
         data = {"nights": [{k: n[k] for k in ("figure", "slowdown", "settings", "started",
                                                "seconds", "session", "sanity_failed", "values")}
@@ -340,6 +437,16 @@ def cmd_analyse(args) -> int:
         pathlib.Path(args.series).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.series).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         print(f"campaign: nights written to {args.series}")
+    return 0
+
+
+def cmd_sessions(args) -> int:
+    """The sessions of the campaign's nights of one slowdown whose checks passed their
+    sanity: for `record-baseline --session` (a baseline from the clean nights)."""
+    for n in load_nights(pathlib.Path(args.out)):
+        if n["slowdown"] == args.slowdown and n["session"] and not n["sanity_failed"] \
+                and (not args.figures or n["figure"] in args.figures.split(",")):
+            print(n["session"])
     return 0
 
 
@@ -351,7 +458,7 @@ def main(argv=None) -> int:
     r.add_argument("--out", required=True, help="the campaign's directory")
     r.add_argument("--nights", type=int, default=1)
     r.add_argument("--slowdown", default="clean",
-                   help="clean, cpu:F, blkio:F or fdb-build:PREFIX")
+                   help="clean, cpu:F, blkio:F or fdb-env:NAME=VALUE")
     r.add_argument("--figures", help=f"comma-separated, of {', '.join(FIGURES)} (default: all)")
     r.add_argument("--disk-bps", type=float, help="the scratch disk's direct-write rate "
                    "(default: measured before each blkio night)")
@@ -359,7 +466,13 @@ def main(argv=None) -> int:
     a = sub.add_parser("analyse", help="replay the gates on the campaign's nights")
     a.add_argument("out")
     a.add_argument("--series", help="also write the nights (values only) to this JSON file")
+    a.add_argument("--figures", help="comma-separated: only these figures' nights")
     a.set_defaults(func=cmd_analyse)
+    s = sub.add_parser("sessions", help="the session UUIDs of one slowdown's nights")
+    s.add_argument("out")
+    s.add_argument("--slowdown", default="clean")
+    s.add_argument("--figures", help="comma-separated (default: all)")
+    s.set_defaults(func=cmd_sessions)
     args = p.parse_args(argv)
     return args.func(args)
 

@@ -271,6 +271,26 @@ def test_record_baseline_takes_the_sessions_it_is_named_and_counts_only_the_chec
         [clean[1]]
 
 
+def test_each_value_names_only_the_sessions_it_is_the_median_of(refs_dir):
+    (refs_dir / "through.yaml").write_text(
+        "ThroughputCheck:\n  thresholds:\n"
+        "    ratio: {lower: -0.05, upper: null, unit: ratio}\n  references: {}\n")
+    (refs_dir / "other.yaml").write_text(
+        "OtherCheck:\n  thresholds:\n"
+        "    iops: {lower: null, upper: null, unit: ops/s}\n  references: {}\n")
+    clean = [session(f"c{i}", 1.0e9 + i, 0.5 + i / 100, "pass", None) for i in range(3)]
+    other = with_case(session("o1", 1.1e9, 0.5), "OtherCheck", "pass",
+                      perfvalues={"sys:part:iops": [10.0, 0, None, None, "ops/s", "pass"]})
+    other["runs"][0]["testcases"].pop(0)
+    baseline.record(clean + [other], "sys", refs_dir=refs_dir)
+    ratio = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
+        "sys:part"]["a=1"]["ratio"]
+    assert ratio["provenance"]["median_of_sessions"] == ["c0", "c1", "c2"]
+    iops = references.load(refs_dir / "other.yaml")["OtherCheck"]["references"][
+        "sys:part"]["*"]["iops"]
+    assert iops["provenance"]["session"] == "o1" and "median_of_sessions" not in iops["provenance"]
+
+
 def test_the_band_comes_from_the_nights_spread(refs_dir):
     (refs_dir / "through.yaml").write_text(
         "ThroughputCheck:\n  thresholds:\n"

@@ -109,10 +109,10 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     """Write the sessions' values for `system` (the median where several sessions have
     one) into the references files; returns {file: number of values written}."""
     refs_dir = refs_dir or references.REFERENCES_DIR
-    prov = provenance(sessions)
-    # (file, check, partition, variant, var) -> each session's value, unit
+    # (file, check, partition, variant, var) -> each session's value, unit, the sessions
     values: dict[tuple, list] = {}
     units: dict[tuple, str | None] = {}
+    sources: dict[tuple, list] = {}
     without_file = set()
     for session in sessions:
         for tc in results.last_attempts(session).values():
@@ -133,6 +133,7 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
                     k = (path, check, partition, variant, var)
                     values.setdefault(k, []).append(float(pv.value))
                     units[k] = pv.unit
+                    sources.setdefault(k, []).append(session)
     files: dict[pathlib.Path, dict] = {}
     written: dict[pathlib.Path, int] = {}
     for (path, check, partition, variant, var), vals in sorted(values.items()):
@@ -152,6 +153,9 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
                 bounds = {"lower": -abs(lower) if lower is not None else threshold.get("lower"),
                           "upper": abs(upper) if upper is not None else threshold.get("upper")}
                 spread["band_from"] = "set by hand (--lower/--upper)"
+        # each value's provenance names the sessions it is the median of (a campaign's
+        # nights run one figure each)
+        prov = provenance(sources[(path, check, partition, variant, var)])
         references.record(section, partition, variant, var, statistics.median(vals),
                           units[(path, check, partition, variant, var)], prov, spread=spread,
                           **bounds)
@@ -168,7 +172,9 @@ def main(site: str, system: str, root: pathlib.Path, checks=(), session_uuids=()
          refs_dir=None, lower=None, upper=None, count: int = 1) -> int:
     sessions = choose_sessions(results.stored_sessions(system, root), system, session_uuids,
                                count, checks)
-    uuids = ", ".join(s["session_info"].get("uuid", "?") for s in sessions)
+    names = [s["session_info"].get("uuid", "?") for s in sessions]
+    uuids = ", ".join(names) if len(names) <= 3 else \
+        f"{len(names)} sessions, {names[0]} ... {names[-1]}"
     written = record(sessions, system, checks, refs_dir, lower, upper)
     if not written:
         raise Failed(f"session(s) {uuids} have no values to record for system {system}"
