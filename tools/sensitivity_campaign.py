@@ -43,6 +43,7 @@ import json
 import os
 import pathlib
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -478,4 +479,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    # `analyse ... | head` ends quietly, as a shell tool does
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

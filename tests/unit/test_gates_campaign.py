@@ -129,3 +129,16 @@ def test_every_designed_value_was_slowed_in_the_campaign():
         found = {campaign.short(k) for k in gated_keys()
                  if designed_of(k, designed) and designed_of(k, designed) in by_slowdown(k)}
         assert found == set(designed)
+
+
+def test_sessions_lists_the_clean_nights_that_passed_sanity_for_record_baseline(tmp_path, capsys):
+    lines = [{"figure": "fdb", "slowdown": "clean", "session": "a", "sanity_failed": []},
+             {"figure": "fdb", "slowdown": "cpu:0.5", "session": "b", "sanity_failed": []},
+             {"figure": "ior", "slowdown": "clean", "session": "c", "sanity_failed": []},
+             {"figure": "fdb", "slowdown": "clean", "session": "d", "sanity_failed": ["X"]},
+             {"figure": "fdb", "slowdown": "clean", "session": None, "sanity_failed": []}]
+    (tmp_path / "nights.jsonl").write_text("".join(json.dumps(n) + "\n" for n in lines))
+    assert campaign.main(["sessions", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split() == ["a", "c"]
+    assert campaign.main(["sessions", str(tmp_path), "--figures", "ior"]) == 0
+    assert capsys.readouterr().out.split() == ["c"]
