@@ -44,15 +44,23 @@ MIN_SHIFT = 0.05
 SPREAD_SUFFIX = "_spread"
 
 
-def robust_spread(values) -> float | None:
-    """1.4826 x MAD / median: a relative standard deviation that one outlier night does
-    not move (None for fewer than MIN_NIGHTS_FOR_SPREAD values or a zero median)."""
+def _nights_and_median(values) -> tuple[list[float], float] | None:
+    """The nights as floats and their median; None for fewer than MIN_NIGHTS_FOR_SPREAD
+    values or a zero median (no relative spread to speak of)."""
     values = [float(v) for v in values]
     if len(values) < MIN_NIGHTS_FOR_SPREAD:
         return None
     med = statistics.median(values)
-    if med == 0:
+    return None if med == 0 else (values, med)
+
+
+def robust_spread(values) -> float | None:
+    """1.4826 x MAD / median: a relative standard deviation that one outlier night does
+    not move (None for fewer than MIN_NIGHTS_FOR_SPREAD values or a zero median)."""
+    found = _nights_and_median(values)
+    if found is None:
         return None
+    values, med = found
     return 1.4826 * statistics.median(abs(v - med) for v in values) / abs(med)
 
 
@@ -80,12 +88,10 @@ class Band:
 def worst_night(values, lower_is_worse: bool) -> float | None:
     """How far the worst of the recorded nights lies from their median, the bad way, as a
     fraction of it (None for fewer than MIN_NIGHTS_FOR_SPREAD values or a zero median)."""
-    values = [float(v) for v in values]
-    if len(values) < MIN_NIGHTS_FOR_SPREAD:
+    found = _nights_and_median(values)
+    if found is None:
         return None
-    med = statistics.median(values)
-    if med == 0:
-        return None
+    values, med = found
     worst = min(values) if lower_is_worse else max(values)
     return max(0.0, (med - worst) / med if lower_is_worse else (worst - med) / med)
 
