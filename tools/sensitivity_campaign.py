@@ -59,9 +59,11 @@ CGROUP = pathlib.Path("/sys/fs/cgroup")
 
 
 # What the nightly gates, per figure: the checks that measure it (ReFrame -n, in the
-# nightly mode: its variants), and the CPUs its workload runs on.
+# nightly mode: its variants), the CPUs its workload runs on, and whether it times FDB (an
+# fdb-env slowdown applies).
 FIGURES = {
-    "fdb": {"checks": ["FdbThroughputCheck"], "cpus": 1},
+    "fdb": {"checks": ["FdbThroughputCheck"], "cpus": 1, "fdb": True},
+    "fdb-scaling": {"checks": ["FdbWriterScalingCheck"], "cpus": 2, "fdb": True},
     "ior": {"checks": ["IorLayoutCheck"], "cpus": 2},
     "mdtest": {"checks": ["MdtestScalingCheck"], "cpus": 2},
     "io500": {"checks": ["IO500Check"], "cpus": 2},
@@ -228,7 +230,7 @@ def cmd_run(args) -> int:
             raise SystemExit(f"campaign: error: unknown figure {figure!r} ({', '.join(FIGURES)})")
     for _ in range(args.nights):
         for figure in figures:
-            if args.slowdown.startswith("fdb-env:") and figure != "fdb":
+            if args.slowdown.startswith("fdb-env:") and not FIGURES[figure].get("fdb"):
                 continue
             night(root, out, figure, args.slowdown, args.disk_bps)
     return 0

@@ -2,8 +2,9 @@
 
 `IostackMixin` carries what every check needs from the site, the way EESSI's mixin does:
 
-- references: `reference` from references/<check module>.yaml (iostack.regression.references); a
-  partition without a baseline gets one no value meets, and a warning says how to record it;
+- references: `reference` from references/<check module>.yaml (iostack.regression.references),
+  those of the partition and environment the case runs in; one without a baseline gets one
+  no value meets, and a warning says how to record it;
 - applications: `app_features` select environments that have them (`+openfoam`) and load
   the modules their `extras['app_modules']` name (none where the application is on PATH);
 - resources: `io_dir()` / `shared_io_dir()` (the partition's `extras['io_dir']`), and with
@@ -150,23 +151,29 @@ class IostackMixin(rfm.RegressionTestPlugin):
         return path, references.load(path).get(type(self).__name__)
 
     @run_after('init')
-    def load_recorded_references(self):
+    def name_reference_variant(self):
         params = {name: getattr(self, name) for name in type(self).param_space.params}
         self.reference_variant = references.variant_key(params)
+
+    @run_after('setup')
+    def load_recorded_references(self):
+        # after setup: a value is recorded for the environment it was measured in
         _, section = self._references_section()
         if section is not None:
-            self.reference = references.reference_dict(section, self.reference_variant)
+            self.reference = references.reference_dict(section, self.reference_variant,
+                                                       self.current_environ.name)
 
     @run_before('performance')
     def explain_missing_baseline(self):
         path, section = self._references_section()
         partition = self.current_partition.fullname
+        environ = self.current_environ.name
         if section is None or references.has_baseline(section, partition,
-                                                      self.reference_variant):
+                                                      self.reference_variant, environ):
             return
         site = site_facts.site_of_system(self.current_system.name)
         getlogger().warning(
-            f'{self.display_name}: no baseline for {partition} in {path.name}, so its '
+            f'{self.display_name}: no baseline for {partition}+{environ} in {path.name}, so its '
             f'reference cannot be met and the check fails until one is recorded: run the '
             f'nightly, then `bin/iostack record-baseline --site {site} --system '
             f'{self.current_system.name} --check {type(self).__name__}` and commit '

@@ -11,6 +11,7 @@ import pytest
 from iostack_testbed import slurm
 from iostack.core import paths
 from iostack.regression import references, results
+from support import node_references
 
 pytestmark = pytest.mark.skipif(not shutil.which("fdb-hammer"), reason="FDB tools not installed")
 
@@ -30,12 +31,17 @@ def local_slurm(tmp_path_factory):
 @pytest.fixture(scope="module")
 def nightly(local_slurm, tmp_path_factory):
     root = tmp_path_factory.mktemp("deploy-local-slurm")
+    # local-slurm records no baseline of its own (a throwaway cluster on this node): local's,
+    # with a band no working FDB leaves
+    env = node_references.widened(tmp_path_factory.mktemp("references"),
+                                  partitions=("local-slurm:default",))
     p = subprocess.run(
         [str(paths.REPO / "bin" / "iostack"), "nightly", "--site", "local", "--system",
          "local-slurm", "--root", str(root), "--", "-S", "valid_prog_environs=builtin",
          "-n", "FdbBitIdentityCheck%grib_input=synthetic",
          "-n", "FdbThroughputCheck", "-S", "FdbThroughputCheck.repeats=1"],
-        capture_output=True, text=True, timeout=1200, env={**os.environ, **local_slurm.env()})
+        capture_output=True, text=True, timeout=1200,
+        env={**os.environ, **local_slurm.env(), **env})
     print(p.stdout[-6000:], p.stderr[-3000:])
     reports = results.run_reports(root / "reframe")
     assert reports, "ReFrame wrote no report"

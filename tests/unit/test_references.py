@@ -62,12 +62,14 @@ NIGHTLY_VARIANTS = {
 
 
 @pytest.mark.parametrize("file,check", list(NIGHTLY_VARIANTS))
-def test_the_local_systems_have_baselines_for_the_nightly_timed_variants(file, check):
+def test_local_has_baselines_for_the_nightly_timed_variants_of_the_release(file, check):
+    """`local`'s nightly times the release's programs (environment `stack`); Debian's
+    (`builtin`) have no baseline there, so the release's numbers never judge them."""
     section = references.load(REFS / file)[check]
-    for partition in ("local:default", "local-slurm:default"):
-        for params in NIGHTLY_VARIANTS[(file, check)]:
-            variant = references.variant_key(params)
-            assert references.has_baseline(section, partition, variant), (partition, variant)
+    for params in NIGHTLY_VARIANTS[(file, check)]:
+        variant = references.variant_key(params)
+        assert references.has_baseline(section, "local:default", variant, "stack"), variant
+        assert not references.has_baseline(section, "local:default", variant, "builtin"), variant
 
 
 SECTION = {
@@ -85,16 +87,50 @@ SECTION = {
 
 
 def test_a_recorded_partition_gets_its_numbers_and_a_variant_its_own():
-    assert references.reference_dict(SECTION, "a=2")["sys:part"] == {
+    assert references.reference_dict(SECTION, "a=2", "env")["sys:part"] == {
         "ratio": (0.8, -0.5, None, "ratio")}
-    assert references.reference_dict(SECTION, "a=1")["sys:part"] == {
+    assert references.reference_dict(SECTION, "a=1", "env")["sys:part"] == {
         "ratio": (0.6, -0.2, 0.1, "ratio")}
-    assert references.has_baseline(SECTION, "sys:part", "a=2")
-    assert not references.has_baseline(SECTION, "other:part", "a=2")
+    assert references.has_baseline(SECTION, "sys:part", "a=2", "env")
+    assert not references.has_baseline(SECTION, "other:part", "a=2", "env")
+
+
+def entry(value):
+    return {"value": value, "lower": -0.1, "upper": None, "unit": "ratio",
+            "provenance": {"recorded": "2026-11-26T03:00:00Z", "commit": "c",
+                           "spack_lock_sha256": "ab", "session": "s"}}
+
+
+def test_a_value_judges_only_the_environment_it_was_measured_in():
+    section = {"thresholds": SECTION["thresholds"],
+               "references": {"sys:part+stack": {"a=1": {"ratio": entry(0.9)}},
+                              "sys:part+builtin": {"*": {"ratio": entry(0.4)}}}}
+    assert references.reference_dict(section, "a=1", "stack")["sys:part"] == {
+        "ratio": (0.9, -0.1, None, "ratio")}
+    assert references.reference_dict(section, "a=1", "builtin")["sys:part"] == {
+        "ratio": (0.4, -0.1, None, "ratio")}
+    # an environment without its own gets no partition entry: ReFrame falls to '*'
+    assert "sys:part" not in references.reference_dict(section, "a=1", "gnu")
+    assert not references.has_baseline(section, "sys:part", "a=1", "gnu")
+    # a document's figure (no environment) holds for all; an environment's own overrides it
+    section["references"]["sys:part"] = {"*": {"ratio": {**entry(0.7), "provenance": {
+        "source": "[OIFS-HECToR] Table 2"}}}}
+    assert references.reference_dict(section, "a=1", "gnu")["sys:part"]["ratio"][0] == 0.7
+    assert references.reference_dict(section, "a=1", "stack")["sys:part"]["ratio"][0] == 0.9
+    assert references.validate({"C": section}) == []
+
+
+def test_a_measured_value_must_name_its_environment():
+    (error,) = references.validate({"C": {"references": {"sys:part": {"*": {
+        "ratio": entry(0.9)}}}}})
+    assert "must name the environment" in error
+    (error,) = references.validate({"C": {"references": {"sys:part+a+b": {"*": {
+        "ratio": entry(0.9)}}}}})
+    assert "system:partition+environment" in error
 
 
 def test_an_unknown_partition_gets_a_reference_nothing_meets():
-    ref = references.reference_dict(SECTION, "a=1")["*"]
+    ref = references.reference_dict(SECTION, "a=1", "env")["*"]
     # only the gated variable: informational ones never fail
     assert set(ref) == {"ratio"}
     value, lower, upper, unit = ref["ratio"]
@@ -173,7 +209,9 @@ def refs_dir(tmp_path):
 
 
 def recorded(refs_dir, check, var, file="report_checks.yaml"):
-    return references.load(refs_dir / file)[check]["references"]["local:default"]["size=small"][var]
+    # the kept reports ran in Debian's environment
+    return references.load(refs_dir / file)[check]["references"]["local:default+builtin"][
+        "size=small"][var]
 
 
 def test_record_baseline_writes_values_with_provenance(refs_dir):
@@ -194,7 +232,8 @@ def test_record_baseline_writes_values_with_provenance(refs_dir):
     assert (refs_dir / "report_checks.yaml").read_text().startswith("# kept\n")
     # and the check now has a baseline there, which it had not when it ran
     data = references.load(refs_dir / "report_checks.yaml")
-    assert references.has_baseline(data["TinyNewSystemCheck"], "local:default", "size=small")
+    assert references.has_baseline(data["TinyNewSystemCheck"], "local:default", "size=small",
+                                   "builtin")
     assert "TinyThroughputCheck" not in data["TinyNewSystemCheck"]["references"]
 
 
@@ -284,10 +323,10 @@ def test_each_value_names_only_the_sessions_it_is_the_median_of(refs_dir):
     other["runs"][0]["testcases"].pop(0)
     baseline.record(clean + [other], "sys", refs_dir=refs_dir)
     ratio = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
-        "sys:part"]["a=1"]["ratio"]
+        "sys:part+env"]["a=1"]["ratio"]
     assert ratio["provenance"]["median_of_sessions"] == ["c0", "c1", "c2"]
     iops = references.load(refs_dir / "other.yaml")["OtherCheck"]["references"][
-        "sys:part"]["*"]["iops"]
+        "sys:part+env"]["*"]["iops"]
     assert iops["provenance"]["session"] == "o1" and "median_of_sessions" not in iops["provenance"]
 
 
@@ -299,7 +338,7 @@ def test_the_band_comes_from_the_nights_spread(refs_dir):
     sessions = [session(str(i), 1.7e9 + i, r) for i, r in enumerate(ratios)]
     baseline.record(baseline.choose_sessions(sessions, "sys", count=5), "sys", refs_dir=refs_dir)
     entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
-        "sys:part"]["a=1"]["ratio"]
+        "sys:part+env"]["a=1"]["ratio"]
     # median 1.0, MAD 0.01: 2.5 robust standard deviations
     assert entry["value"] == 1.0
     assert entry["lower"] == pytest.approx(-2.5 * 1.4826 * 0.01)
@@ -317,7 +356,7 @@ def test_one_night_takes_its_band_from_the_within_run_spread(refs_dir):
         0.17, 0, None, None, "fraction", "pass"]
     baseline.record([s], "sys", refs_dir=refs_dir)
     entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
-        "sys:part"]["a=1"]["ratio"]
+        "sys:part+env"]["a=1"]["ratio"]
     # range of 3 repeats / 1.7 = one repeat's sigma, x2 for the nights, x2.5
     assert entry["lower"] == pytest.approx(-2.5 * 2 * 0.17 / 1.7)
     assert entry["spread"]["band_from"] == "within-run"

@@ -81,7 +81,7 @@ def test_missing_baselines_are_explained(tmp_path, monkeypatch, capsys):
                  rc=1)
     assert nightly.run("local", "local-slurm", tmp_path) == 1
     hints = [line for line in capsys.readouterr().out.splitlines() if "record-baseline" in line]
-    assert hints == ["  TinyNoBaselineCheck @local-slurm:default: bin/iostack record-baseline "
+    assert hints == ["  TinyNoBaselineCheck @local-slurm:default+builtin: bin/iostack record-baseline "
                      "--site local --system local-slurm --check TinyNoBaselineCheck"]
 
 

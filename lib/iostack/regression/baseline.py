@@ -127,7 +127,8 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
                     without_file.add(check)
                 continue
             variant = tc.get("reference_variant") or references.ANY_VARIANT
-            partition = f"{tc['system']}:{tc['partition']}"
+            # keyed by the environment it ran in: Debian's FDB is not the release's
+            partition = references.key(f"{tc['system']}:{tc['partition']}", tc.get("environ"))
             for var, pv in results.perf_values(tc).items():
                 if isinstance(pv.value, (int, float)):
                     k = (path, check, partition, variant, var)

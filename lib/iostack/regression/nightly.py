@@ -98,7 +98,7 @@ def _no_baseline_hints(report: dict, site: str) -> list[str]:
         if tc.get("result") != "fail" or tc.get("fail_phase") != "performance":
             continue
         if any(references.is_no_baseline(pv.ref) for pv in results.perf_values(tc).values()):
-            hints.append(f"  {tc['name']} @{tc['system']}:{tc['partition']}: "
+            hints.append(f"  {tc['name']} @{tc['system']}:{tc['partition']}+{tc.get('environ')}: "
                          f"bin/iostack record-baseline --site {site} --system "
                          f"{tc['system']} --check {results.check_of(tc)}")
     return sorted(set(hints))
@@ -117,7 +117,8 @@ def history_regressions(report: dict, system: str, root: pathlib.Path) -> list[s
             continue
         thresholds = section.get("thresholds") or {}
         recorded = references.entries(section, f"{system}:{tc['partition']}",
-                                      tc.get("reference_variant") or references.ANY_VARIANT)
+                                      tc.get("reference_variant") or references.ANY_VARIANT,
+                                      tc.get("environ"))
         measured = results.perf_values(tc)
         for var in references.gated_variables(section):
             if var in measured:

@@ -12,7 +12,7 @@ module>.yaml`.
         fdb_write_ratio: {lower: -0.5, upper: null, unit: ratio}   # gated
         fdb_write_bw: {lower: null, upper: null, unit: MiB/s}      # informational
       references:
-        local:default:                       # system:partition
+        local:default+stack:                 # system:partition+environment
           async_write=False,size=small:      # the test's parameters, or '*' for all
             fdb_write_ratio:
               value: 0.8
@@ -22,9 +22,15 @@ module>.yaml`.
               provenance: {recorded: ..., commit: ..., spack_lock_sha256: ..., session: ...}
                                              # or e.g. {source: "[OIFS-HECToR] Table 2"}
 
-A partition without an entry gets an impossible reference for every gated variable (a
-lower bound no value reaches), so a new system fails until someone records its baseline
-with `bin/iostack record-baseline`. Standard library plus PyYAML (which ReFrame needs).
+A measured value is keyed by the programming environment it was measured in: Debian's FDB
+(`builtin`) and the release's (`stack`) are different programs, and neither is judged by
+the other's numbers. A key without `+environment` (a figure from a document) holds for
+every environment; a key with one overrides it for that environment.
+
+A partition (and environment) without an entry gets an impossible reference for every
+gated variable (a lower bound no value reaches), so a new system fails until someone
+records its baseline with `bin/iostack record-baseline`. Standard library plus PyYAML
+(which ReFrame needs).
 """
 from __future__ import annotations
 
@@ -73,19 +79,28 @@ def is_no_baseline(ref) -> bool:
     return isinstance(ref, (int, float)) and ref >= NO_BASELINE / 2
 
 
-def _entries(section: dict, partition: str, variant: str) -> dict:
-    """The perf-variable entries for one partition and variant ('*' entries, overridden
-    by the variant's own)."""
-    by_variant = (section.get("references") or {}).get(partition) or {}
-    merged = dict(by_variant.get(ANY_VARIANT) or {})
-    if variant != ANY_VARIANT:
-        merged.update(by_variant.get(variant) or {})
+def key(partition: str, environ: str | None = None) -> str:
+    """The references file's key of a partition (`system:partition`) and environment."""
+    return f"{partition}+{environ}" if environ else partition
+
+
+def split_key(key_: str) -> tuple[str, str | None]:
+    """(`system:partition`, environment or None) of a references file's key."""
+    partition, _, environ = key_.partition("+")
+    return partition, environ or None
+
+
+def entries(section: dict, partition: str, variant: str, environ: str | None) -> dict:
+    """The perf-variable entries for one partition, environment and variant: those of any
+    environment, then the environment's own; within each, '*' then the variant's own."""
+    recorded = section.get("references") or {}
+    merged: dict = {}
+    for k in (partition, key(partition, environ)) if environ else (partition,):
+        by_variant = recorded.get(k) or {}
+        merged.update(by_variant.get(ANY_VARIANT) or {})
+        if variant != ANY_VARIANT:
+            merged.update(by_variant.get(variant) or {})
     return merged
-
-
-def entries(section: dict, partition: str, variant: str) -> dict:
-    """The recorded entries of one partition and variant, by perf variable."""
-    return _entries(section, partition, variant)
 
 
 def recorded_since(entry: dict | None) -> float:
@@ -102,10 +117,10 @@ def recorded_since(entry: dict | None) -> float:
         return 0.0
 
 
-def has_baseline(section: dict, partition: str, variant: str) -> bool:
+def has_baseline(section: dict, partition: str, variant: str, environ: str | None) -> bool:
     gated = gated_variables(section)
-    entries = _entries(section, partition, variant)
-    return bool(entries) and all(v in entries for v in gated)
+    found = entries(section, partition, variant, environ)
+    return bool(found) and all(v in found for v in gated)
 
 
 def gated_variables(section: dict) -> list[str]:
@@ -114,25 +129,28 @@ def gated_variables(section: dict) -> list[str]:
             if t.get("lower") is not None or t.get("upper") is not None]
 
 
-def reference_dict(section: dict, variant: str) -> dict:
-    """The `reference` a check sets: recorded partitions, and '*' that no value meets."""
+def reference_dict(section: dict, variant: str, environ: str | None) -> dict:
+    """The `reference` a check sets in `environ`: the partitions recorded for it (ReFrame
+    keys a reference by `system:partition` only), and '*' that no value meets."""
     ref = {}
-    for partition in (section.get("references") or {}):
-        entries = _entries(section, partition, variant)
-        if entries:
+    partitions = {split_key(k)[0] for k in (section.get("references") or {})}
+    for partition in sorted(partitions):
+        found = entries(section, partition, variant, environ)
+        if found:
             ref[partition] = {var: (e["value"], e.get("lower"), e.get("upper"), e.get("unit"))
-                              for var, e in entries.items()}
+                              for var, e in found.items()}
     thresholds = section.get("thresholds") or {}
     ref["*"] = {var: (NO_BASELINE, 0, None, thresholds[var].get("unit"))
                 for var in gated_variables(section)}
     return ref
 
 
-def record(section: dict, partition: str, variant: str, var: str, value: float,
+def record(section: dict, partition_key: str, variant: str, var: str, value: float,
            unit: str | None, provenance: dict, lower=None, upper=None,
            spread: dict | None = None) -> dict:
-    """Set one entry (creating levels as needed); thresholds default to the section's;
-    `spread`: the measured spread its band was made from (iostack.regression.gates.Band)."""
+    """Set one entry under `partition_key` (key(): partition and environment), creating
+    levels as needed; thresholds default to the section's; `spread`: the measured spread
+    its band was made from (iostack.regression.gates.Band)."""
     t = (section.get("thresholds") or {}).get(var) or {}
     entry = {
         "value": value,
@@ -142,7 +160,7 @@ def record(section: dict, partition: str, variant: str, var: str, value: float,
         **({"spread": spread} if spread is not None else {}),
         "provenance": provenance,
     }
-    section.setdefault("references", {}).setdefault(partition, {}).setdefault(
+    section.setdefault("references", {}).setdefault(partition_key, {}).setdefault(
         variant, {})[var] = entry
     return entry
 
@@ -189,11 +207,16 @@ def validate(data: dict) -> list[str]:
                               "figure: assert it in the check's sanity function, never as "
                               "a performance reference")
         for partition, variants in (section.get("references") or {}).items():
-            if ":" not in partition:
-                errors.append(f"{check}: {partition}: key must be system:partition")
-            for variant, entries in (variants or {}).items():
-                for var, e in (entries or {}).items():
+            if not re.fullmatch(r"[^:+\s]+:[^:+\s]+(\+[^:+\s]+)?", str(partition)):
+                errors.append(f"{check}: {partition}: key must be system:partition or "
+                              "system:partition+environment")
+            for variant, entries_ in (variants or {}).items():
+                for var, e in (entries_ or {}).items():
                     where = f"{check}: {partition} {variant} {var}"
+                    if (isinstance(e.get("provenance"), dict) and "session" in e["provenance"]
+                            and split_key(str(partition))[1] is None):
+                        errors.append(f"{where}: measured in a session, so its key must name "
+                                      "the environment it ran in (system:partition+environment)")
                     value = e.get("value")
                     if not isinstance(value, numbers.Real) or not math.isfinite(value):
                         errors.append(f"{where}: value {value!r} is not a finite number")
