@@ -1,11 +1,12 @@
 # iostack: eckit as the stack builds it. Subclasses builtin; adds only what the stack needs.
 from spack_repo.builtin.packages.eckit.package import Eckit as BuiltinEckit
 from spack_repo.iostack.craype import CrayPEPackage
+from spack_repo.iostack.upstream_tests import UpstreamTestsPackage
 
 from spack.package import *
 
 
-class Eckit(CrayPEPackage, BuiltinEckit):
+class Eckit(UpstreamTestsPackage, CrayPEPackage, BuiltinEckit):
     """eckit, extended for iostack's sites."""
 
     # OpenIFS 49r1 pins eckit 1.28.0, for which no published checksum could be had here.

@@ -4,11 +4,12 @@
 # defaults keep FDB's durability.
 from spack_repo.builtin.packages.fdb.package import Fdb as BuiltinFdb
 from spack_repo.iostack.craype import CrayPEPackage
+from spack_repo.iostack.upstream_tests import UpstreamTestsPackage
 
 from spack.package import *
 
 
-class Fdb(CrayPEPackage, BuiltinFdb):
+class Fdb(UpstreamTestsPackage, CrayPEPackage, BuiltinFdb):
     """FDB5 (Fields DataBase), extended for iostack's sites."""
 
     # OpenIFS 49r1 pins FDB 5.13.0, for which no published checksum could be had here.
@@ -28,3 +29,23 @@ class Fdb(CrayPEPackage, BuiltinFdb):
     # writers that sync the file system themselves. Default on (unchanged durability); off
     # trades durability for speed
     patch("fdb-5.13.106-catalogue-sync-on-flush.patch", when="@5.13.106")
+
+    OFFLINE_EXCLUDED = {
+        "fdb5_get_test_data": "downloads its GRIB files from ECMWF's test-data server at test time",
+        "fdb5_archive_rd.vod.grib": "archives rd.vod.grib, which fdb5_get_test_data downloads",
+        "fdb5_extract_rd.vod.grib": "extracts rd.vod.grib, which fdb5_get_test_data downloads",
+        "get_fdb_api_test_data": "downloads its GRIB files from ECMWF's test-data server at test time",
+        "test_fdb5_api_fdb_c": "archives x138-300.grib, which get_fdb_api_test_data downloads",
+        "download_fdb5_regression_tests_files": "downloads sh.300.grib from ECMWF's test-data "
+                                                "server at test time",
+        "FDB-240.sh": "reads sh.300.grib, which download_fdb5_regression_tests_files downloads",
+    }
+
+    def setup_build_environment(self, env):
+        super().setup_build_environment(env)
+        if self.run_tests:
+            # FDB finds ~fdb/etc/fdb by walking up from its library to /: on a node with an
+            # FDB of its own (Debian's fdb5 puts dbnames, engines, ... in /etc/fdb) the
+            # suite's tools would read that node's configuration (its dbnames rename the
+            # databases, and four regression tests fail). The suite's is the build tree's.
+            env.set("FDB_HOME", self.build_directory)
