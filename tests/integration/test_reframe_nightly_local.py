@@ -45,6 +45,12 @@ def newest_report(root):
     return results.read_report(reports[-1])
 
 
+def committed_release_references():
+    """The committed FdbThroughputCheck references of the release's FDB on `local`."""
+    return references.load(references.REFERENCES_DIR / "fdb_throughput.yaml")[
+        "FdbThroughputCheck"]["references"]["local:default+stack"]
+
+
 def cases(report, check=None):
     """Each case's last attempt (the nightly mode retries once), of one check or all."""
     return [tc for tc in results.last_attempts(report).values()
@@ -147,9 +153,7 @@ def test_record_baseline_writes_the_run_with_its_provenance(nightly, tmp_path):
     section = references.load(tmp_path / "fdb_throughput.yaml")["FdbThroughputCheck"]
     # under the environment it ran in; the release's (`stack`) entries are left as they were
     recorded = section["references"]["local:default+builtin"]
-    committed = references.load(references.REFERENCES_DIR / "fdb_throughput.yaml")
-    assert section["references"]["local:default+stack"] == \
-        committed["FdbThroughputCheck"]["references"]["local:default+stack"]
+    assert section["references"]["local:default+stack"] == committed_release_references()
     session = report["session_info"]
     for tc in cases(report, "FdbThroughputCheck"):
         if tc["result"] == "skip":
@@ -194,9 +198,8 @@ def test_an_environment_without_baseline_fails_until_one_is_recorded(tmp_path):
     (tc,) = cases(newest_report(root), "FdbThroughputCheck")
     assert tc["result"] == "pass" and p.returncode == 0
     data = references.load(refs / "fdb_throughput.yaml")["FdbThroughputCheck"]["references"]
-    assert data["local:default+builtin"] and data["local:default+stack"] == \
-        references.load(references.REFERENCES_DIR / "fdb_throughput.yaml")[
-            "FdbThroughputCheck"]["references"]["local:default+stack"]
+    assert data["local:default+builtin"] and \
+        data["local:default+stack"] == committed_release_references()
 
 
 def test_zero_selected_test_cases_fail(tmp_path):

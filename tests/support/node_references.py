@@ -27,7 +27,7 @@ def widened(dest: pathlib.Path, partitions=("local:default",), environ="builtin"
         for section in data.values():
             recorded = section.get("references") or {}
             local = {}
-            for key, variants in list(recorded.items()):
+            for key, variants in recorded.items():
                 partition, env = references.split_key(key)
                 if partition == "local:default" and env:
                     for variant, entries in variants.items():
