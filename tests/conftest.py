@@ -41,6 +41,10 @@ _skip_reasons: dict[str, collections.Counter] = {t: collections.Counter() for t 
 _seconds: collections.Counter = collections.Counter()
 # {what: seconds or text} that tests record for the summary (deploy and build times)
 _timings: dict[str, object] = {}
+# seconds per test (set-up, call and tear-down), written to .ci/durations.tsv at the end: the
+# fresh-machine run (.ci/fresh) keeps the slowest 20 in .ci/slowest.tsv for the next change
+_durations: collections.Counter = collections.Counter()
+DURATIONS = REPO / ".ci" / "durations.tsv"
 
 
 def _tier_of(path: pathlib.Path) -> str | None:
@@ -68,6 +72,7 @@ def pytest_runtest_logreport(report):
     if tier is None:
         return
     _seconds[tier] += report.duration
+    _durations[report.nodeid] += report.duration
     if report.when == "call" or (report.when == "setup" and not report.passed):
         if report.skipped:
             _outcomes[tier]["skipped"] += 1
@@ -77,6 +82,12 @@ def pytest_runtest_logreport(report):
             _outcomes[tier]["passed"] += 1
         else:
             _outcomes[tier]["failed"] += 1
+
+
+def pytest_sessionfinish(session):
+    if _durations:
+        DURATIONS.write_text("".join(f"{sec:.1f}\t{node}\n"
+                                     for node, sec in _durations.most_common()))
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -23,6 +23,7 @@ import pathlib
 import shlex
 import shutil
 import subprocess
+import tarfile
 
 from iostack.core import paths
 
@@ -40,14 +41,26 @@ def cache_dir() -> pathlib.Path:
 
 
 def tarball(release: str) -> pathlib.Path:
-    """The release's minbase tarball, made with mmdebstrap on first use."""
+    """The release's minbase tarball, made with mmdebstrap on first use.
+
+    mmdebstrap picks its output format from the target's name unless told (FORMATS, `auto`):
+    the format is given, and the partial file's name ends in `.tar` as well. A cache entry
+    that is not a regular tar file (a directory an older fixture left, a truncated file) is
+    removed and made again."""
     out = cache_dir() / f"{release}-minbase.tar"
-    if out.is_file():
+    if out.is_file() and not out.is_symlink() and tarfile.is_tarfile(out):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
-    subprocess.run(["mmdebstrap", "--variant=minbase", f"--include={MINBASE_INCLUDE}",
-                    release, str(partial)], check=True)
+    for stale in (out, out.with_name(f"{release}-minbase.partial.tar")):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale)
+        else:
+            stale.unlink(missing_ok=True)
+    partial = out.with_name(f"{release}-minbase.partial.tar")
+    subprocess.run(["mmdebstrap", "--variant=minbase", "--format=tar",
+                    f"--include={MINBASE_INCLUDE}", release, str(partial)], check=True)
+    if not (partial.is_file() and tarfile.is_tarfile(partial)):
+        raise AssertionError(f"mmdebstrap wrote no tar file at {partial}")
     partial.rename(out)
     return out
 
