@@ -30,6 +30,7 @@ import zipfile
 
 # iostack: the venv's, or the job's PYTHONPATH (iostack.core.paths.job_pythonpath)
 from iostack.core import archives, paths
+from iostack.core.settings import Settings
 
 PACKAGES = ("ecbuild", "eckit", "metkit", "fdb")
 VERSIONS = {"ecbuild": "3.7.2", "eckit": "1.28.8", "metkit": "1.11.22", "fdb": "5.13.106"}
@@ -63,7 +64,7 @@ class BuildError(Exception):
 def mirror() -> pathlib.Path:
     """IOSTACK_SOURCE_MIRROR, else the source mirror `bin/iostack setup --spack-bundle`
     registered on this node."""
-    path = pathlib.Path(os.environ.get("IOSTACK_SOURCE_MIRROR") or paths.cache() / "mirrors" / "source")
+    path = pathlib.Path(os.environ.get("IOSTACK_SOURCE_MIRROR") or Settings.from_environ(os.environ).cache / "mirrors" / "source")
     if not (path / "_source-cache").is_dir():
         raise BuildError(f"no Spack source mirror at {path} (set IOSTACK_SOURCE_MIRROR to a "
                          "directory holding _source-cache/)")
@@ -73,7 +74,8 @@ def mirror() -> pathlib.Path:
 def recipes(package: str) -> list[pathlib.Path]:
     """Our recipe of `package`, then builtin's (ours may subclass it, adding versions)."""
     ours = paths.REPO / "packages" / "spack_repo" / "iostack" / "packages" / package / "package.py"
-    builtin = pathlib.Path(os.environ.get("IOSTACK_SPACK_PACKAGES") or paths.cache() / "spack-packages")
+    settings = Settings.from_environ(os.environ)
+    builtin = settings.spack_packages or settings.cache / "spack-packages"
     path = builtin / "repos" / "spack_repo" / "builtin" / "packages" / package / "package.py"
     found = [p for p in (ours, path) if p.is_file()]
     if not found:

@@ -1,5 +1,10 @@
-"""bin/iostack: set-up, tests and a site's deployment."""
+"""bin/iostack: set-up, tests and a site's deployment.
+
+The one place that reads the process environment (iostack.core.settings: each variable and
+its meaning) and the command line, builds the Target a command acts on, and turns domain
+errors into a line and an exit status."""
 import argparse
+import dataclasses
 import os
 import pathlib
 import sys
@@ -7,101 +12,107 @@ import sys
 from iostack.core import paths
 from iostack.core.errors import IostackError
 from iostack.core.process import run
+from iostack.core.settings import Settings
 from iostack.site import facts
+from iostack.site.target import Target
 from iostack.spack import runner
 
 
-def cmd_setup(args):
+def target(settings: Settings, args, env: bool = False) -> Target:
+    """What a site command acts on: the checked site, its Spack environment (--env), the
+    deployment root (--root, IOSTACK_ROOT, deploy/<site>), the ReFrame system (--system)."""
+    site = facts.check_site(args.site)
+    return Target(settings=settings,
+                  env=facts.spack_env(site, getattr(args, "env", None) if env else None),
+                  root=settings.deploy_root(site, args.root),
+                  system=getattr(args, "system", None) or None)
+
+
+def cmd_setup(settings, args):
     from iostack.offline import setup
 
-    return setup.main(args)
+    return setup.main(settings, args)
 
 
-def cmd_test(args):
+def cmd_test(settings, args):
     from iostack.offline import setup
 
-    setup.for_tests()  # the tests' system packages and Python tools, as set-up installs them
-    python = paths.venv() / "bin" / "python"
-    return run([python, "-m", "pytest", *args.pytest_args], cwd=paths.REPO, check=False).returncode
+    setup.for_tests(settings)  # the tests' system packages and Python tools, as set-up installs them
+    return run([settings.python, "-m", "pytest", *args.pytest_args], cwd=paths.REPO,
+               check=False).returncode
 
 
-def cmd_sites(args):
+def cmd_sites(settings, args):
     for site in facts.spack_sites():
         print(site)
     return 0
 
 
-def _require_spack():
-    runner.locate()  # SpackMissing says what is missing
+def _require_spack(settings: Settings):
+    runner.locate(settings)  # SpackMissing says what is missing
 
 
-def cmd_spack(args):
+def cmd_spack(settings, args):
     from iostack.core import filesystems
     from iostack.deployment import releases
 
-    env = facts.spack_env(facts.check_site(args.site), args.env)
-    _require_spack()
-    root = paths.deploy_root(args.site, args.root)
+    t = target(settings, args, env=True)
+    _require_spack(settings)
     spack_args = args.spack_args[1:] if args.spack_args[:1] == ["--"] else args.spack_args
-    release = None
-    current = releases.current(root) if root.is_dir() and filesystems.read_only(root) else None
+    current = releases.current(t.root) if t.root.is_dir() and filesystems.read_only(t.root) \
+        else None
     if current:
         # a deployment mounted read-only from a release's image: that release's environment
-        release = releases.find(root, current).path
-    return runner.spack(spack_args, root, site=env, release=release, check=False).returncode
+        t = t.with_release(releases.find(t.root, current).path)
+    return runner.spack(spack_args, t, check=False).returncode
 
 
-def cmd_deploy(args):
+def cmd_deploy(settings, args):
     from iostack.deployment import deploy
     from iostack.regression import nightly
 
-    site = facts.check_site(args.site)
-    env = facts.spack_env(site, args.env)
-    _require_spack()
-    root = paths.deploy_root(site, args.root)
+    t = target(settings, args, env=True)
+    _require_spack(settings)
     if not args.skip_regression:
         nightly.require_node_packages(args.reframe_args)
 
-    def regression(tree, extras):
+    def regression(release: Target, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check
-        return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode)
+        return nightly.run(release, extra=[*extras, *args.reframe_args], mode=args.mode)
 
-    return deploy.deploy(env, root, deploy.check_buildcache_arg(args.buildcache),
+    return deploy.deploy(t, deploy.check_buildcache_arg(args.buildcache),
                          None if args.skip_regression else regression,
                          switch=not args.no_switch)
 
 
-def cmd_releases(args):
+def cmd_releases(settings, args):
     from iostack.deployment import releases
 
-    site = facts.check_site(args.site)
-    root = paths.deploy_root(site, args.root)
-    if not releases.listing(root):
-        print(f"iostack: no releases in {releases.releases_dir(root)}: "
-              f"bin/iostack deploy --site {site} makes one")
+    t = target(settings, args)
+    if not releases.listing(t.root):
+        print(f"iostack: no releases in {releases.releases_dir(t.root)}: "
+              f"bin/iostack deploy --site {t.site} makes one")
         return 0
-    print(releases.table(root))
+    print(releases.table(t.root))
     return 0
 
 
-def cmd_switch(args):
+def cmd_switch(settings, args):
     from iostack.deployment import releases
 
-    site = facts.check_site(args.site)
-    root = paths.deploy_root(site, args.root)
-    old, seconds = releases.switch(root, args.release, force=args.force)
+    t = target(settings, args)
+    old, seconds = releases.switch(t.root, args.release, force=args.force)
     print(f"iostack: current: {old or '(none)'} -> {args.release} ({seconds * 1000:.1f} ms)")
     return 0
 
 
-def cmd_prune(args):
+def cmd_prune(settings, args):
     from iostack.deployment import releases
 
-    site = facts.check_site(args.site)
-    root = paths.deploy_root(site, args.root)
+    t = target(settings, args)
     if not (args.keep_installs or args.dry_run):
-        _require_spack()
-    gone, kept = releases.prune(root, args.keep, dry_run=args.dry_run,
+        _require_spack(settings)
+    gone, kept = releases.prune(t, args.keep, dry_run=args.dry_run,
                                 garbage=not args.keep_installs)
     what = "would remove" if args.dry_run else "removed"
     print(f"iostack: {what} {len(gone)} release(s): {', '.join(gone) or 'none'}; "
@@ -109,18 +120,17 @@ def cmd_prune(args):
     return 0
 
 
-def cmd_mirror_create(args):
+def cmd_mirror_create(settings, args):
     from iostack.spack import mirrors
 
-    site = facts.check_site(args.site)
-    _require_spack()
-    root = paths.deploy_root(site, args.root)
-    dest = pathlib.Path(args.directory).resolve() if args.directory else root / "mirror"
-    mirrors.create_source_mirror(facts.spack_env(site, args.env), root, dest)
+    t = target(settings, args, env=True)
+    _require_spack(settings)
+    dest = pathlib.Path(args.directory).resolve() if args.directory else t.root / "mirror"
+    mirrors.create_source_mirror(t, dest)
     return 0
 
 
-def cmd_mirror_register(args):
+def cmd_mirror_register(settings, args):
     from iostack.spack import config
 
     def named(value: str) -> tuple[str, str]:
@@ -132,7 +142,7 @@ def cmd_mirror_register(args):
     mirrors = [config.Mirror(*named(v), binary=False) for v in args.source]
     mirrors += [config.Mirror(*named(v), binary=True, signed=not args.unsigned)
                 for v in args.buildcache]
-    path = config.registered_mirrors_file()
+    path = config.registered_mirrors_file(settings.cache)
     text = config.mirrors_yaml(mirrors, replace=args.only, written_by="`bin/iostack mirror register`")
     if path.is_file() and path.read_text() == text:
         print(f"iostack: {path}: unchanged")
@@ -142,46 +152,44 @@ def cmd_mirror_register(args):
     return 0
 
 
-def cmd_buildcache_push(args):
+def cmd_buildcache_push(settings, args):
     from iostack.spack import mirrors
 
-    site = facts.check_site(args.site)
-    _require_spack()
-    root = paths.deploy_root(site, args.root)
-    dest = pathlib.Path(args.directory).resolve() if args.directory else root / "buildcache"
-    mirrors.push(facts.spack_env(site, args.env), root, dest, pathlib.Path(args.key).resolve() if args.key else None)
+    t = target(settings, args, env=True)
+    _require_spack(settings)
+    dest = pathlib.Path(args.directory).resolve() if args.directory else t.root / "buildcache"
+    mirrors.push(t, dest, pathlib.Path(args.key).resolve() if args.key else None)
     return 0
 
 
-def cmd_bundle(args):
+def cmd_bundle(settings, args):
     from iostack.offline import bundle
 
-    site = facts.check_site(args.site)
-    _require_spack()
-    root = paths.deploy_root(site, args.root)
-    bundle.write(site, root, pathlib.Path(args.output).resolve(),
+    t = target(settings, args)
+    _require_spack(settings)
+    bundle.write(t, pathlib.Path(args.output).resolve(),
                  pathlib.Path(args.buildcache).resolve() if args.buildcache else None)
     return 0
 
 
-def cmd_nightly(args):
+def cmd_nightly(settings, args):
     from iostack.deployment import image, releases
-    from iostack.regression import nightly, reframe
+    from iostack.regression import nightly
 
-    site = facts.check_site(args.site)
+    t = target(settings, args)
     # a deployment with releases: the current one (resolved: a switch does not move the run)
-    tree = releases.tree_under_test(paths.deploy_root(site, args.root))
+    tree = releases.tree_under_test(t.root)
+    t = t.with_release(tree if tree != t.root else None)
     extras = releases.session_extras(tree)
     if args.image and not args.state:
         raise IostackError("--image: a mounted image is read-only; give --state DIR for the "
                            "run's stage, reports and results DB")
     if args.state:
-        reframe.use_state_dir(pathlib.Path(args.state).resolve())
+        t = dataclasses.replace(t, state=pathlib.Path(args.state).resolve())
     if args.image:
         digest = image.verify_mounted(pathlib.Path(args.image).resolve(), tree)
         extras += ["--session-extras", f"image_sha256={digest}"]
-    return nightly.run(site, args.system or site, tree, extra=[*extras, *args.reframe_args],
-                       mode=args.mode)
+    return nightly.run(t, extra=[*extras, *args.reframe_args], mode=args.mode)
 
 
 def _release(root, release_id):
@@ -197,14 +205,13 @@ def _release(root, release_id):
     return releases.find(root, current)
 
 
-def cmd_sbom(args):
+def cmd_sbom(settings, args):
     from iostack.deployment import sbom
 
-    site = facts.check_site(args.site)
-    _require_spack()
-    root = paths.deploy_root(site, args.root)
-    release = _release(root, args.release)
-    text = sbom.generate(release)
+    t = target(settings, args)
+    _require_spack(settings)
+    release = _release(t.root, args.release)
+    text = sbom.generate(t, release)
     if args.output:
         pathlib.Path(args.output).write_text(text)
         print(f"iostack: SBOM of release {release.id}: {args.output}")
@@ -213,94 +220,87 @@ def cmd_sbom(args):
     return 0
 
 
-def cmd_image(args):
+def cmd_image(settings, args):
     from iostack.deployment import image
 
-    site = facts.check_site(args.site)
-    root = paths.deploy_root(site, args.root)
-    release = _release(root, args.release)
-    out, digest = image.build(release, root, pathlib.Path(args.output).resolve()
+    t = target(settings, args)
+    release = _release(t.root, args.release)
+    out, digest = image.build(release, t, pathlib.Path(args.output).resolve()
                               if args.output else None)
     print(f"iostack: image of release {release.id}: {out}\n  sha256 {digest}\n"
           f"iostack: mount it (no root needed) where the release was built for:\n"
-          f"  squashfuse {out} {root}\n  module use {root}/current/modulefiles/Core")
+          f"  squashfuse {out} {t.root}\n  module use {t.root}/current/modulefiles/Core")
     return 0
 
 
-
-def cmd_report(args):
+def cmd_report(settings, args):
     from iostack.deployment import roots
     from iostack.regression import report
 
-    site = facts.check_site(args.site)
-    root = paths.deploy_root(site, args.root)
-    roots.require_results(root, site)
+    t = target(settings, args)
+    roots.require_results(t)
     out = pathlib.Path(args.out).resolve() if args.out else None
-    return report.main(site, args.system or site, root, out, args.period)
+    return report.main(t, out, args.period)
 
 
-def cmd_record_baseline(args):
+def cmd_record_baseline(settings, args):
     from iostack.deployment import roots
     from iostack.regression import baseline
 
-    site = facts.check_site(args.site)
-    root = paths.deploy_root(site, args.root)
-    roots.require_results(root, site)
+    t = target(settings, args)
+    roots.require_results(t)
     refs = pathlib.Path(args.references_dir).resolve() if args.references_dir else None
-    return baseline.main(site, args.system or site, root, args.check, args.session, refs,
-                         args.lower, args.upper, args.sessions)
+    return baseline.main(t, args.check, args.session, refs, args.lower, args.upper,
+                         args.sessions)
 
 
-def cmd_store_report(args):
-    from iostack.deployment import layout
+def cmd_store_report(settings, args):
     from iostack.regression import results
 
-    site = facts.check_site(args.site)
-    root = paths.deploy_root(site, args.root)
-    if not (root / "reframe").is_dir():
-        raise IostackError(f"no deployment root at {root} (no {root / 'reframe'}): check --root / "
-                           "IOSTACK_ROOT")
+    t = target(settings, args)
+    if not (t.root / "reframe").is_dir():
+        raise IostackError(f"no deployment root at {t.root} (no {t.root / 'reframe'}): check "
+                           "--root / IOSTACK_ROOT")
     for report in args.reports:
-        uuid = results.store(args.system or site, root, pathlib.Path(report).resolve())
-        print(f"iostack: session {uuid} of {report} stored in {layout.results_db(root)}")
+        uuid = results.store(t, pathlib.Path(report).resolve())
+        print(f"iostack: session {uuid} of {report} stored in {t.results_db}")
     return 0
 
 
-def cmd_site_init(args):
+def cmd_site_init(settings, args):
     from iostack.offline import siteinit
 
-    return siteinit.main(args.name, dry_run=args.dry_run, record=args.record,
+    return siteinit.main(settings, args.name, dry_run=args.dry_run, record=args.record,
                          records=args.from_records, description=args.description)
 
 
-def cmd_lock(args):
+def cmd_lock(settings, args):
     from iostack.spack import locks
 
-    _require_spack()
-    chosen = args.sites or facts.all_spack_envs()
-    for site in chosen:
-        facts.check_spack_env(site)
-    print(f"iostack: concretizing {', '.join(chosen)} from scratch (side by side)", flush=True)
+    _require_spack(settings)
+    chosen = [facts.check_spack_env(name) for name in args.sites] or facts.all_spack_envs()
+    print(f"iostack: concretizing {', '.join(map(str, chosen))} from scratch (side by side)",
+          flush=True)
     failed = 0
-    for site, result in locks.fresh_locks(chosen).items():
+    for env, result in locks.fresh_locks(settings, chosen).items():
         if isinstance(result, locks.ConcretizationFailed):
             failed += 1
-            print(f"iostack: {site}: concretization failed: {result}", flush=True)
+            print(f"iostack: {env}: concretization failed: {result}", flush=True)
             continue
         lock, seconds = result
-        diff = locks.differences(locks.committed_lock(site), lock)
+        diff = locks.differences(locks.committed_lock(env), lock)
         roots = ", ".join(r["spec"] for r in lock["roots"])
-        print(f"iostack: {site}: concretized in {seconds:.0f} s; roots: {roots}", flush=True)
+        print(f"iostack: {env}: concretized in {seconds:.0f} s; roots: {roots}", flush=True)
         if not diff:
-            print(f"iostack: {site}: spack.lock is fresh", flush=True)
+            print(f"iostack: {env}: spack.lock is fresh", flush=True)
             if args.update:
-                locks.write(site, lock)  # same content, canonical (reviewable) layout
+                locks.write(env, lock)  # same content, canonical (reviewable) layout
         elif args.update:
-            locks.write(site, lock)
-            print(f"iostack: {site}: spack.lock updated ({len(diff)} changes)")
+            locks.write(env, lock)
+            print(f"iostack: {env}: spack.lock updated ({len(diff)} changes)")
         else:
             failed += 1
-            print(f"iostack: {site}: spack.lock is STALE:\n  " + "\n  ".join(diff))
+            print(f"iostack: {env}: spack.lock is STALE:\n  " + "\n  ".join(diff))
     return 1 if failed else 0
 
 
@@ -493,11 +493,12 @@ def parser():
     return ap
 
 
-def main(argv=None):
+def main(argv=None, environ=None):
     args = parser().parse_args(argv)
     try:
         paths.require_repo()
-        return args.func(args)
+        settings = Settings.from_environ(os.environ if environ is None else environ)
+        return args.func(settings, args)
     except KeyboardInterrupt:
         return 130
     except IostackError as e:
@@ -507,7 +508,7 @@ def main(argv=None):
     except OSError as e:
         # A path the operator gave that cannot be used (read-only, missing, full) is one
         # line naming the path; other exceptions are bugs and keep their traceback.
-        if os.environ.get("IOSTACK_TRACEBACK"):
+        if (os.environ if environ is None else environ).get("IOSTACK_TRACEBACK"):
             raise
         where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
         print(f"iostack: error: {args.command}: {e.strerror or e}"

@@ -41,6 +41,7 @@ from reframe.core.builtins import (
 from reframe.core.logging import getlogger
 
 from iostack.regression import samples
+from iostack_rfm import context
 from iostack_rfm.base import IostackMixin
 
 #: a site's own GRIB output (file or directory), compared as input `site`
@@ -84,7 +85,7 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             sources = {part.source for part in samples.GRIB_SETS[self.grib_input].parts}
             try:
                 for source in sources:
-                    samples.fetch(source)
+                    samples.fetch(source, context.settings().samples)
             except samples.SampleError as e:
                 self.skip(f'{self.grib_input}: {e}')
 
@@ -94,7 +95,7 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         if self.grib_input == 'site':
             return f"python3 -m iostack_rfm.gribcompare gather '{self.site_grib}' direct.grib"
         return (f'python3 -m iostack.regression.samples grib-set {self.grib_input} direct.grib '
-                f'--samples {samples.samples_dir()}')
+                f'--samples {context.settings().samples}')
 
     @run_before('run')
     def set_job(self):

@@ -29,6 +29,7 @@ from reframe.core.builtins import (parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 
 from iostack.regression import samples
+from iostack_rfm import context
 from iostack_rfm.base import IostackMixin
 
 # gribgen's field set: t/u/v/z on `nlevels` pressure levels and 2t/msl, per step
@@ -67,7 +68,7 @@ class MultioBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         if self.grib_input in samples.GRIB_SETS:
             try:
                 for source in {part.source for part in samples.GRIB_SETS[self.grib_input].parts}:
-                    samples.fetch(source)
+                    samples.fetch(source, context.settings().samples)
             except samples.SampleError as e:
                 self.skip(f'{self.grib_input}: {e}')
 
@@ -75,7 +76,7 @@ class MultioBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         if self.grib_input == 'synthetic':
             return f'python3 -m iostack_rfm.gribgen direct.grib {self.nsteps} {self.nlevels}'
         return (f'python3 -m iostack.regression.samples grib-set {self.grib_input} direct.grib '
-                f'--samples {samples.samples_dir()}')
+                f'--samples {context.settings().samples}')
 
     @run_before('run')
     def set_job(self):

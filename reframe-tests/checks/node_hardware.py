@@ -23,8 +23,8 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before, sanity_function, variable
 
 from iostack.core import paths
-from iostack.site import facts as site_facts, inventory as ansible_inventory
-from iostack_rfm import nodestate
+from iostack.site import inventory as ansible_inventory
+from iostack_rfm import context, nodestate
 from iostack_rfm.base import IostackMixin, parsed
 
 FACTS = 'node-facts.json'
@@ -46,7 +46,7 @@ class NodeHardwareCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         system = self.current_system.name
         own = paths.ANSIBLE_INVENTORIES / system
         return str(own if own.is_dir() else
-                   paths.ANSIBLE_INVENTORIES / site_facts.site_of_system(system))
+                   paths.ANSIBLE_INVENTORIES / context.site_of(self.current_partition))
 
     @run_before('run')
     def write_facts(self):

@@ -51,10 +51,9 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from iostack.core import paths
-from iostack.deployment import layout, stack
-from iostack.site import facts as site_facts
-from iostack_rfm import ifstest, openifs
+from iostack.deployment import stack
+from iostack.site.target import SpackEnv
+from iostack_rfm import context, ifstest, openifs
 from iostack_rfm.base import AppCheck, parsed
 
 RUNS = ('grib', 'fdb')
@@ -192,17 +191,16 @@ class OpenIFSOutputCheck(AppCheck):
 
 
 def _deployment_root() -> pathlib.Path:
-    """The deployment whose release is under test (bin/iostack sets IOSTACK_ROOT), else
+    """The deployment whose release is under test (bin/iostack says: IOSTACK_ROOT), else
     local's default root."""
-    tree = os.environ.get('IOSTACK_ROOT')
-    return layout.deployment_of(pathlib.Path(tree)) if tree else paths.deploy_root('local')
+    return context.root() or context.settings().deploy_root('local')
 
 
 def _installed_ifs_test(site: str) -> str:
     """ifs-test as OpenIFS's recipe installs it, in the deployment's install tree
     (spack-env/common/config.yaml: <root>/opt/<name>-<version>-<hash:7>); '' if the
     site's lock has no OpenIFS."""
-    for spec in stack.site_roots(site):
+    for spec in stack.roots_of(SpackEnv(site), context.release_lock()):
         if spec.name == 'openifs' and not spec.is_external:
             return str(_deployment_root() / 'opt' / f'openifs-{spec.version}-{spec.hash[:7]}'
                        / 'share' / 'openifs' / 'ifs-test')
@@ -252,7 +250,7 @@ class OpenifsCheck(AppCheck):
     def find_the_data(self):
         root = _deployment_root()
         self.ifs_test = self.ifs_test or _installed_ifs_test(
-            site_facts.site_of_system(self.current_system.name))
+            context.site_of(self.current_partition))
         self.test_data = self.test_data or str(root / 'var' / 'ifs-test-data')
         self.norms_dir = self.norms_dir or str(root / 'var' / 'openifs-norms')
         self.data_entries = []

@@ -14,7 +14,6 @@ Spack runs as `bin/iostack spack --site <site> --root <deployment>`, the deploym
 install tree and configuration.
 """
 import os
-import pathlib
 
 import reframe as rfm
 import reframe.core.runtime as rt
@@ -22,32 +21,24 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
 from iostack.core import paths
-from iostack.deployment import layout, stack
-from iostack.site import facts as site_facts
-from iostack_rfm import smoke
+from iostack.deployment import stack
+from iostack.site.target import SpackEnv
+from iostack_rfm import context, smoke
 from iostack_rfm.base import OPENMPI_AS_ROOT, IostackMixin, parsed
 
 # The site of the system ReFrame runs on, read when the checks load (like
 # reframe.utility.find_modules does), so the parameters are the site's own packages.
-SITE = site_facts.site_of_system(rt.runtime().system.name)
-ROOTS = {spec.key: spec for spec in stack.site_roots(SITE)}
+SITE = context.site_of_system(rt.runtime().system)
+ROOTS = {spec.key: spec for spec in stack.roots_of(SpackEnv(SITE), context.release_lock())}
 NO_LOCK = 'no-spack-lock'
 # Environment feature of the programming environment a compiler's builds are used in.
 COMPILER_FEATURES = {'cce': 'cce', 'cray': 'cce', 'gnu': 'gnu', 'gcc': 'gnu'}
 
 
-def deployment():
-    """The deployment under test (IOSTACK_ROOT, set by bin/iostack: a release or a root)."""
-    root = os.environ.get('IOSTACK_ROOT')
-    if not root and os.environ.get('IOSTACK_RFM_STATE'):
-        root = str(pathlib.Path(os.environ['IOSTACK_RFM_STATE']).parent)
-    return pathlib.Path(root) if root else None
-
-
 def module_tree():
-    """The site's Lmod Core directory, where bin/iostack says the deployment is."""
-    root = deployment()
-    return root / 'modulefiles' / 'Core' if root else None
+    """The Lmod Core directory of the release under test (bin/iostack names it)."""
+    tree = context.release()
+    return tree / 'modulefiles' / 'Core' if tree else None
 
 
 @rfm.simple_test
@@ -82,15 +73,16 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
 
     def spack(self, *args):
         """A Spack command on the deployment under test, as its job runs it."""
-        root = layout.deployment_of(deployment())
-        return f'{paths.REPO}/bin/iostack spack --site {SITE} --root {root} -- ' + ' '.join(args)
+        return (f'{paths.REPO}/bin/iostack spack --site {SITE} --root {context.root()} -- '
+                + ' '.join(args))
 
     @run_before('run')
     def set_job(self):
         spec = ROOTS.get(self.package)
         if spec is None:
             return self._fail_early(
-                f'site {SITE} has no spack.lock ({stack.lock_path(SITE)}): '
+                f'site {SITE} has no spack.lock '
+                f'({context.release_lock() or SpackEnv(SITE).committed_lock}): '
                 f'run bin/iostack lock --update {SITE}')
         tree = module_tree()
         if tree is None or not tree.is_dir():

@@ -22,7 +22,8 @@
 #   netcdf-output-bench and fdb-archive-bench (the checks run the release's, never a copy
 #   they build; Debian has neither, so `builtin` does not offer them)
 #
-# Partition `extras` the checks read (iostack_rfm.site):
+# Partition `extras` the checks read (iostack_rfm.context, iostack_rfm.base):
+#   site              the site whose facts describe the partition (sites/<site>.yaml)
 #   io_dir            where I/O checks write (default: the stage directory)
 #   launcher_options  options every parallel launch of the partition gets (binding)
 #   mem_per_node      MiB of memory a job may use on a node (the EESSI test-suite's name)
@@ -34,8 +35,10 @@
 # Every partition has a `time_limit`, the bound of a job whose check sets none (a tool
 # blocked on a full disk must not hold a node; bin/iostack nightly bounds the whole run).
 #
-# Environment variables:
-#   IOSTACK_RFM_STATE    <root>/reframe (set by bin/iostack): reports, perflogs, results DB
+# Environment variables (what bin/iostack gives a run: iostack.core.settings.CHILD_VARIABLES,
+# read by iostack_rfm.context):
+#   IOSTACK_RFM_STATE    <release>/reframe (set by bin/iostack): reports, perflogs, results DB
+#   IOSTACK_RELEASE      the release under test: its spack.lock says what the stack holds
 #   IOSTACK_RFM_OFFSITE  set to 1 to load this file away from the real sites, e.g. to
 #                        `--dry-run` cray-ex in CI: their systems then use no modules
 #                        system (`nomod`) instead of Lmod, since neither the Cray PE nor the
@@ -55,12 +58,13 @@ import iostack_rfm.launchers  # noqa: F401  (registers launcher `mpirun-ranks`)
 from iostack.core import paths
 from iostack.deployment import stack
 from iostack.site import facts as site_facts
-from iostack_rfm import slots
+from iostack.site.target import SpackEnv
+from iostack_rfm import context, slots
 
 _RFM_ROOT = paths.REFRAME_DIR
 
 # Default under reframe-tests/output/ (git-ignored) for runs by hand.
-_STATE = os.environ.get('IOSTACK_RFM_STATE', str(_RFM_ROOT / 'output'))
+_STATE = str(context.state())
 # ReFrame's log file handler does not create its directory.
 os.makedirs(_STATE, exist_ok=True)
 _OFFSITE = os.environ.get('IOSTACK_RFM_OFFSITE', '') not in ('', '0')
@@ -115,7 +119,7 @@ _LOCAL_OPTIONAL_APPS = {'multio': ['multio'], 'openifs': ['openifs-env']}
 
 def _local_stack_apps():
     try:
-        roots = {r.name for r in stack.site_roots('local')}
+        roots = {r.name for r in stack.roots_of(SpackEnv('local'), context.release_lock())}
     except (ValueError, KeyError, TypeError):
         # an unreadable lock, or one that is not Spack's: the checks that read it fail to
         # load and are named (the nightly's MODES), rather than the whole configuration
@@ -155,7 +159,7 @@ def _slurm_partition(facts, group, features, **settings):
     the options every srun and every MPI launch there needs, the RDMA NIC's environment and
     the features of its file system and NPS mode come from the site's facts."""
     nodes = facts.nodes[group]
-    extras = {'io_dir': nodes.scratch}
+    extras = {'site': facts.name, 'io_dir': nodes.scratch}
     if nodes.srun_options():
         extras['launcher_options'] = nodes.srun_options()
     if nodes.mpi_launcher_options():
@@ -230,7 +234,7 @@ def _local_cluster_partition(nps):
         'prepare_cmds': _LOCAL_PREPARE,
         'processor': _LOCAL_PROCESSOR,
         'features': ['cpu', 'fdb', 'grib', 'small-io', 'mpi', 'slurm', 'nvme', nps],
-        'extras': {'io_dir': '/mnt/localdisk/iostack-rfm',
+        'extras': {'site': 'local', 'io_dir': '/mnt/localdisk/iostack-rfm',
                    'mpi_launcher_options': ['--mpi=pmix']},
         'env_vars': _LOCAL_MPI_ENV,
     }
@@ -254,7 +258,7 @@ def _facts_system(facts):
             'prepare_cmds': _LOCAL_PREPARE,
             'processor': nodes.reframe_processor() or _LOCAL_PROCESSOR,
             'features': ['fdb', 'grib', 'mpi', 'cpu'],
-            'extras': {'mem_per_node': _LOCAL_MEM_MIB},
+            'extras': {'site': facts.name, 'mem_per_node': _LOCAL_MEM_MIB},
             'env_vars': _LOCAL_MPI_ENV,
         }]
     else:
@@ -295,7 +299,7 @@ site_configuration = {
                     'prepare_cmds': _LOCAL_PREPARE,
                     'processor': _LOCAL_PROCESSOR,
                     'features': _LOCAL_FEATURES,
-                    'extras': {'mem_per_node': _LOCAL_MEM_MIB},
+                    'extras': {'site': 'local', 'mem_per_node': _LOCAL_MEM_MIB},
                     'env_vars': _LOCAL_MPI_ENV,
                 },
             ],
@@ -323,7 +327,7 @@ site_configuration = {
                     'features': _LOCAL_FEATURES + ['slurm'],
                     # Open MPI 4.1 is launched by srun through PMIx (MpiDefault=pmix in
                     # the generated slurm.conf; a site's own Slurm may default to none)
-                    'extras': {'mpi_launcher_options': ['--mpi=pmix'],
+                    'extras': {'site': 'local', 'mpi_launcher_options': ['--mpi=pmix'],
                                'mem_per_node': _LOCAL_MEM_MIB},
                     # PMIx keeps a directory per job step, /tmp/spmix_appdir_<uid>_<job>.<step>
                     # by default; each throwaway cluster (tools/testbed/iostack_testbed/slurm.py) numbers its

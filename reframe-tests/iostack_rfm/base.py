@@ -49,8 +49,7 @@ from reframe.core.logging import getlogger
 
 from iostack.core import filesystems, paths
 from iostack.regression import references
-from iostack.site import facts as site_facts
-from iostack_rfm import slots, steps
+from iostack_rfm import context, slots, steps
 
 # Open MPI refuses to start as root unless told twice; CI containers run as root.
 OPENMPI_AS_ROOT = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
@@ -147,7 +146,8 @@ class IostackMixin(rfm.RegressionTestPlugin):
     # references
 
     def _references_section(self):
-        path = references.references_file(inspect.getfile(type(self)))
+        path = references.references_file(inspect.getfile(type(self)),
+                                          context.settings().references)
         return path, references.load(path).get(type(self).__name__)
 
     @run_after('init')
@@ -171,7 +171,7 @@ class IostackMixin(rfm.RegressionTestPlugin):
         if section is None or references.has_baseline(section, partition,
                                                       self.reference_variant, environ):
             return
-        site = site_facts.site_of_system(self.current_system.name)
+        site = context.site_of(self.current_partition)
         getlogger().warning(
             f'{self.display_name}: no baseline for {partition}+{environ} in {path.name}, so its '
             f'reference cannot be met and the check fails until one is recorded: run the '

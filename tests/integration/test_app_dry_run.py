@@ -13,6 +13,7 @@ import pytest
 
 from iostack.core import paths
 from iostack.regression import reframe
+from support import targets
 
 CHECKS = ["OpenIFSOutputCheck", "HpcMotorbike.*", "IO500Check", "IorLayoutCheck",
           "MdtestScalingCheck", "NetcdfOutputCheck"]
@@ -46,10 +47,10 @@ def dry_runs(tmp_path_factory):
     def run(system):
         if system not in done:
             prefix = tmp_path_factory.mktemp(system)
-            env = {**os.environ, **{k: str(v) for k, v in reframe.environment(prefix).items()},
+            env = {**os.environ, **{k: str(v) for k, v in reframe.environment(targets.of(prefix)).items()},
                    "IOSTACK_RFM_OFFSITE": "1", "IOSTACK_RFM_STATE": str(prefix)}
             select = [a for check in CHECKS for a in ("-n", check)]
-            p = subprocess.run([str(paths.venv() / "bin" / "reframe"), "-C",
+            p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C",
                                 str(paths.REFRAME_CONFIG), "--system", system, "--prefix",
                                 str(prefix), *select, "--dry-run"],
                                capture_output=True, text=True, env=env, timeout=600)

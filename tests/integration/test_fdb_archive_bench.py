@@ -46,7 +46,7 @@ def template(tmp_path_factory):
 def run(bench, root, *args, env=None):
     config = root.parent / f"{root.name}.yaml"
     if not config.exists():
-        fdbconfig.write(root, config)
+        fdbconfig.write(root, config, fdbconfig.find_schema(os.environ))
     p = subprocess.run([str(bench), *map(str, args)], capture_output=True, text=True,
                        env={**os.environ, "FDB5_CONFIG_FILE": str(config), **(env or {})},
                        timeout=300)

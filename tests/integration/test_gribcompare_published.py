@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from iostack.core import paths
+from support import targets
 from iostack.regression import samples
 from iostack_rfm import gribcompare
 
@@ -24,7 +25,7 @@ def published(tmp_path_factory):
     """Reference files of both editions: ERA5 members (GRIB1), the same converted to GRIB2
     by grib_set, surface fields without levelist (GRIB1), temperature on levels in hPa and Pa
     (GRIB2), a TIGGE-LAM member (GRIB2)."""
-    cfgrib, eccodes = samples.fetch("cfgrib"), samples.fetch("eccodes")
+    cfgrib, eccodes = samples.fetch("cfgrib", targets.settings().samples), samples.fetch("eccodes", targets.settings().samples)
     out = tmp_path_factory.mktemp("published")
     era5_g2 = out / "era5-grib2.grib"
     ecc("grib_set", "-s", "edition=2", cfgrib / ERA5, era5_g2)

@@ -15,6 +15,7 @@ import pytest
 from iostack.core import paths
 from iostack.regression import reframe
 from iostack_rfm import slots
+from support import targets
 
 pytestmark = pytest.mark.skipif(not shutil.which("flock"), reason="flock (util-linux) missing")
 
@@ -89,9 +90,9 @@ def run(tmp_path, *extra):
     (tmp_path / "checks" / "slot_checks.py").write_text(
         CHECKS.replace("@RENDEZVOUS@", str(tmp_path / "rendezvous")))
     root = tmp_path / "root"
-    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(root).items()}}
+    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(targets.of(root)).items()}}
     p = subprocess.run(
-        [str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG), "--system",
+        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG), "--system",
          "local", "--prefix", str(root / "reframe"), "-c", str(tmp_path / "checks"), "-r",
          "--exec-policy=async", "--keep-stage-files", "-p", "builtin", *extra],
         capture_output=True, text=True, env=env, timeout=300)

@@ -12,6 +12,7 @@ import pytest
 
 from iostack.core import paths
 from iostack.spack import runner
+from support import targets
 
 SCRIPT = r"""
 import os, sys, types
@@ -44,7 +45,7 @@ except Exception as e:
 @pytest.fixture(scope="module")
 def spack_python(tmp_path_factory):
     try:
-        spack_root, builtin = runner.locate()
+        spack_root, builtin = runner.locate(targets.settings())
     except runner.SpackMissing as e:
         pytest.skip(f"Spack not found: {e}")
     scope = tmp_path_factory.mktemp("spack-scope")

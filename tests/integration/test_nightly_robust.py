@@ -14,6 +14,7 @@ import pytest
 
 from iostack.core import filesystems, paths, process
 from iostack.regression import nightly, reframe, results
+from support import targets
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("fdb-write", "fdb-read", "grib_set")),
@@ -31,7 +32,7 @@ FAILING = [*BUILTIN, "-n", "FdbBitIdentityCheck%grib_input=synthetic%scenario=fl
 
 def iostack(*args, env=None, timeout=900, repo=paths.REPO):
     p = subprocess.run([str(repo / "bin" / "iostack"), *map(str, args)], capture_output=True,
-                       text=True, env={**os.environ, "IOSTACK_VENV": str(paths.venv()), **(env or {})},
+                       text=True, env={**os.environ, "IOSTACK_VENV": str(targets.settings().venv), **(env or {})},
                        timeout=timeout)
     print(p.stdout[-5000:], p.stderr[-3000:])
     return p
@@ -77,7 +78,7 @@ def test_an_unusable_results_db_fails_the_nightly_and_keeps_its_report(tmp_path,
     db.rename(db.with_suffix(".damaged"))
     p = iostack("store-report", "--root", root, report)
     assert p.returncode == 0 and f"session {uuid} of {report} stored in {db}" in p.stdout
-    stored = [s["session_info"]["uuid"] for s in results.stored_sessions("local", root)]
+    stored = [s["session_info"]["uuid"] for s in results.stored_sessions(targets.of(root, system="local"))]
     assert stored == [uuid]
     p = iostack("store-report", "--root", root, report)
     assert p.returncode == 1 and errors(p) == [
@@ -133,7 +134,7 @@ def test_an_unknown_system_and_mode_are_named(tmp_path):
 @pytest.mark.parametrize("mode", list(nightly.MODES))
 def test_each_mode_must_run_exactly_the_checks_it_loads(tmp_path, mode):
     """MODES, the one list of what each mode must run, against the checks that exist."""
-    listing = reframe.list_checks("local", tmp_path, mode)
+    listing = reframe.list_checks(targets.of(tmp_path, system="local"), mode)
     assert listing.rc == 0 and listing.skipped == [] and listing.error == ""
     assert listing.checks == nightly.MODES[mode].checks
 
@@ -144,7 +145,7 @@ def test_three_concurrent_nightlies_each_get_a_true_verdict_and_are_all_stored(t
     """[issue 12] Two runs on one root (they take turns: the root's lock) and one on another
     root, all three storing into one results DB at the same time (ReFrame's DB lock)."""
     shared_db = tmp_path / "shared" / "results.db"
-    env = {**os.environ, "IOSTACK_VENV": str(paths.venv()), "RFM_SQLITE_DB_FILE": str(shared_db)}
+    env = {**os.environ, "IOSTACK_VENV": str(targets.settings().venv), "RFM_SQLITE_DB_FILE": str(shared_db)}
     runs = {"pass-a": (tmp_path / "a", QUICK), "fail-a": (tmp_path / "a", FAILING),
             "pass-b": (tmp_path / "b", QUICK)}
     procs = {name: subprocess.Popen([str(IOSTACK), "nightly", "--root", str(root), "--", *sel],
@@ -166,8 +167,8 @@ def test_three_concurrent_nightlies_each_get_a_true_verdict_and_are_all_stored(t
     assert len(set(reports.values())) == 3
     assert sum("iostack: waiting for the run holding" in outs[n] for n in ("pass-a", "fail-a")) == 1
     uuids = {s["session_info"]["uuid"] for s in sessions.values()}
-    monkeypatch.setenv("RFM_SQLITE_DB_FILE", str(shared_db))
-    stored = {s["session_info"]["uuid"] for s in results.stored_sessions("local", tmp_path / "a")}
+    shared = targets.of(tmp_path / "a", RFM_SQLITE_DB_FILE=shared_db)
+    stored = {s["session_info"]["uuid"] for s in results.stored_sessions(shared)}
     assert stored == uuids
 
 
@@ -186,13 +187,13 @@ def test_concurrent_writers_lose_no_session(tmp_path):
                   "runs": [{"testcases": [tc]}]}
         reports.append(root / "reframe" / f"report-{i}.json")
         reports[-1].write_text(json.dumps(report))
-    env = {**os.environ, "IOSTACK_VENV": str(paths.venv())}
+    env = {**os.environ, "IOSTACK_VENV": str(targets.settings().venv)}
     procs = [subprocess.Popen([str(IOSTACK), "store-report", "--root", str(root), str(r)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
              for r in reports]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, outs
-    stored = [s["session_info"]["uuid"] for s in results.stored_sessions("local", root)]
+    stored = [s["session_info"]["uuid"] for s in results.stored_sessions(targets.of(root, system="local"))]
     assert stored == [f"00000000-0000-0000-0000-{i:012d}" for i in range(8)]
 
 
@@ -270,12 +271,11 @@ def test_the_deadline_interrupts_reframe_then_kills_it(tmp_path, monkeypatch, ob
     trap = "trap 'echo run session stopped: interrupted; exit 1' INT\n" if obeys_sigint else \
         "trap '' INT\n"
     ready = tmp_path / "ready"
-    monkeypatch.setenv("IOSTACK_VENV", str(fake_reframe(
-        tmp_path, trap + f": > {ready}\nwhile :; do sleep 0.1; done\n")))
+    venv = fake_reframe(tmp_path, trap + f": > {ready}\nwhile :; do sleep 0.1; done\n")
     monkeypatch.setattr(reframe, "STOP_GRACE", 3600 if obeys_sigint else 2)
     monkeypatch.setattr(StartedPopen, "ready", ready, raising=False)
     monkeypatch.setattr(process.subprocess, "Popen", StartedPopen)
-    outcome = reframe.reframe("local", tmp_path, deadline=time.monotonic())
+    outcome = reframe.reframe(targets.of(tmp_path, IOSTACK_VENV=venv), deadline=time.monotonic())
     assert outcome.timed_out and outcome.rc == rc
 
 
@@ -301,7 +301,7 @@ def test_a_read_only_root_is_one_line_for_nightly_and_deploy(read_only):
                          f"file system: {root}"]
     try:
         from iostack.spack import runner
-        runner.locate()
+        runner.locate(targets.settings())
     except Exception:
         pytest.skip("deploy needs Spack (bin/iostack setup)")
     p = iostack("deploy", "--root", root)

@@ -20,6 +20,7 @@ from iostack.core import paths
 from iostack.spack import config as spack_config
 from iostack.regression import results
 from iostack_rfm import ifstest
+from support import targets
 
 OPENIFS_48R1 = "6c93ad58cdb9711b088e7af3025a5b6de3780697"
 STANDIN = pathlib.Path(__file__).parent / "openifs_standin"
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.skipif(not all(shutil.which(p) for p in ("grib_set", "f
 
 def mirror_tarball() -> pathlib.Path | None:
     """OpenIFS 48r1.1.0's source in the registered source mirror (bin/iostack setup)."""
-    conf = spack_config.registered_mirrors_file()
+    conf = spack_config.registered_mirrors_file(targets.settings().cache)
     if not conf.is_file():
         return None
     for url in re.findall(r'url:\s*"?(file://[^"\s]+)', conf.read_text()):

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from iostack.core import paths
+from support import targets
 from iostack.regression import results, samples
 
 pytestmark = pytest.mark.skipif(not shutil.which("fdb-write"), reason="FDB tools (fdb5) not installed")
@@ -24,7 +25,7 @@ SCENARIOS = ("archive", "flip-one-bit", "empty-retrieve")
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    cfgrib = samples.fetch("cfgrib")
+    cfgrib = samples.fetch("cfgrib", targets.settings().samples)
     site = tmp_path_factory.mktemp("site-output")
     for name in SITE_FILES:
         shutil.copy(cfgrib / name, site / name)
@@ -90,7 +91,7 @@ def test_a_stream_this_fdb_cannot_expand_is_named_and_retrieved_raw(report):
 def one_message_report(tmp_path_factory):
     """A site's GRIB file of one field: fdb-write says `FDB archive 1 message`."""
     site = tmp_path_factory.mktemp("one-field") / "one.grib"
-    source = samples.fetch("cfgrib") / "regular_gg_ml_g2.grib"
+    source = samples.fetch("cfgrib", targets.settings().samples) / "regular_gg_ml_g2.grib"
     subprocess.run(["grib_copy", "-w", "count=1", str(source), str(site)], check=True)
     root = tmp_path_factory.mktemp("deploy-local")
     p = subprocess.run(

@@ -12,12 +12,13 @@ import pytest
 
 from iostack.core import paths
 from iostack.regression import reframe
+from support import targets
 
 
 def dry_run(system, prefix):
-    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(prefix).items()},
+    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(targets.of(prefix)).items()},
            "IOSTACK_RFM_OFFSITE": "1", "IOSTACK_RFM_STATE": str(prefix)}
-    p = subprocess.run([str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+    p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
                         "--system", system, "--prefix", str(prefix), "--dry-run"],
                        capture_output=True, text=True, env=env, timeout=600)
     print(p.stdout[-5000:], p.stderr[-2000:])

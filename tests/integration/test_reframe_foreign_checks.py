@@ -13,9 +13,10 @@ import pytest
 
 from iostack_testbed import slurm
 from iostack.core import paths
+from support import targets
 
 LMOD_CMD = "/usr/share/lmod/lmod/libexec/lmod"
-TUTORIAL = pathlib.Path(paths.venv()) / "share" / "doc" / "reframe-hpc" / "examples" / "tutorial"
+TUTORIAL = pathlib.Path(targets.settings().venv) / "share" / "doc" / "reframe-hpc" / "examples" / "tutorial"
 MPI_HELLO = pathlib.Path(__file__).parent / "foreign_checks" / "mpi_hello.py"
 # the `stack` environment's modules, as bin/iostack deploy installs them, and one module of
 # an application the EESSI test-suite tests (its name as EESSI's modules spell it)
@@ -32,7 +33,7 @@ def reframe(tmp_path, *args, system="local", env=None):
     """reframe on iostack's configuration; (completed process, JSON report or None)."""
     report = tmp_path / f"report-{system}.json"
     p = subprocess.run(
-        [str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
          "--system", system, "--prefix", str(tmp_path / "rfm"), "--report-file", str(report),
          *map(str, args)],
         capture_output=True, text=True, timeout=900,
@@ -129,7 +130,7 @@ def test_the_eessi_test_suite_lists_its_checks(modulepath, tmp_path):
 def test_reframe_starts_without_lmod_cmd_and_says_how_to_get_modules(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "LMOD_CMD"}
     p = subprocess.run(
-        [str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG), "--system",
+        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG), "--system",
          "local", "--prefix", str(tmp_path / "rfm"), "-c", TUTORIAL / "dummy" / "params.py",
          "-p", "builtin", "-r"], capture_output=True, text=True, timeout=600,
         env={**env, "IOSTACK_RFM_STATE": str(tmp_path / "state")})

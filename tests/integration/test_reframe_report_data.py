@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from iostack.core import paths
+from support import targets
 from support import reframe_runs
 
 
@@ -30,7 +30,7 @@ def shape(report: dict) -> dict:
 
 
 def test_the_kept_reports_are_what_reframe_writes(tmp_path):
-    if not (paths.venv() / "bin" / "reframe").exists():
+    if not (targets.settings().venv / "bin" / "reframe").exists():
         pytest.skip("ReFrame not installed (bin/iostack setup)")
     made = reframe_runs.make_all(tmp_path)
     if os.environ.get("IOSTACK_REGENERATE_REPORTS"):

@@ -14,13 +14,14 @@ import pytest
 from headless_chromium import Chromium, executable
 from support.reframe_runs import REPORT_CHECKS, run_checks, values
 
-from iostack.core import paths
 from iostack.deployment import releases
 from iostack.regression import report
+from iostack.site.target import SpackEnv
+from support import targets
 
 pytestmark = [
     pytest.mark.skipif(executable() is None, reason="chromium not installed (apt: chromium)"),
-    pytest.mark.skipif(not (paths.venv() / "bin" / "reframe").exists(),
+    pytest.mark.skipif(not (targets.settings().venv / "bin" / "reframe").exists(),
                        reason="ReFrame not installed (bin/iostack setup)")]
 
 # (release index, fdb_write_bw, fdb_write_ratio) of each night: release 1 failed its regression
@@ -41,7 +42,7 @@ def deployment(tmp_path_factory):
     ids = []
     for i, verdict in enumerate([releases.PASSED, releases.FAILED, releases.PASSED]):
         lock.write_text(json.dumps({"roots": [], "n": i}))
-        r = releases.create(root, "local", f"c0mm1t{i}", lock)
+        r = releases.create(root, SpackEnv("local"), f"c0mm1t{i}", lock)
         releases.record(r, regression=verdict)
         (r.modulefiles / "Core").mkdir(parents=True)
         ids.append(r.id)
@@ -54,7 +55,7 @@ def deployment(tmp_path_factory):
                     *values(bw=bw, ratio=ratio), "--session-extras", f"site=local,commit={commit}",
                     *releases.session_extras(tree)], name=f"night-{day}", root=tree)
     out = root / "reframe" / "report"
-    assert report.main("local", "local", root, out) == 0
+    assert report.main(targets.of(root), out) == 0
     return root, ids, out / "index.html"
 
 

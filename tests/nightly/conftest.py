@@ -6,12 +6,13 @@ import os
 import pytest
 
 from iostack.spack import runner
+from support import targets
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _spack_required():
     try:
-        runner.locate()
+        runner.locate(targets.settings())
     except runner.SpackMissing as e:
         pytest.fail(f"the nightly tier needs Spack: {e}")
     os.environ.setdefault("IOSTACK_REQUIRE_SPACK", "1")

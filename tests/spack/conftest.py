@@ -20,6 +20,7 @@ import pytest
 from iostack.core import paths
 from iostack.offline import bundle
 from iostack.spack import config, runner
+from support import targets
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
@@ -31,7 +32,7 @@ LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "multio", "ior", "io500",
 @pytest.fixture(scope="session")
 def spack_available():
     try:
-        return runner.locate()
+        return runner.locate(targets.settings())
     except runner.SpackMissing as e:
         if os.environ.get("IOSTACK_REQUIRE_SPACK"):
             pytest.fail(f"Spack tier required (IOSTACK_REQUIRE_SPACK) but: {e}")
@@ -146,7 +147,7 @@ def scratch_cache(tmp_path):
     own registered mirrors and an empty key ring. Returns (env, cache)."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    spack_root, spack_packages = runner.locate()
+    spack_root, spack_packages = runner.locate(targets.settings())
     (cache / "spack").symlink_to(spack_root)
     (cache / "spack-packages").symlink_to(spack_packages)
     return {"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""}, cache

@@ -14,6 +14,8 @@ from support import exectrace
 from iostack.core import paths
 from iostack.deployment import stack
 from iostack.spack import config
+from iostack.site.target import SpackEnv
+from support import targets
 
 
 def local_recipes():
@@ -48,7 +50,7 @@ def test_deploy_builds_the_stack_from_source_and_nothing_else(local_deploy):
 
 def test_nothing_is_fetched_beyond_the_configured_mirrors(local_deploy):
     _, run = local_deploy
-    mirrors = config.registered_mirrors_file().read_text()
+    mirrors = config.registered_mirrors_file(targets.settings().cache).read_text()
     mirror_urls = [line.split('"')[1] for line in mirrors.splitlines() if "url:" in line]
     _, spack_packages = __import__("iostack.spack.runner", fromlist=["locate"]).locate()
     allowed = [*mirror_urls, spack_packages.resolve().as_uri(),
@@ -84,7 +86,7 @@ def test_modules_load_clean_and_debian_fdb_stays_beside(local_deploy, tmp_path):
 
 
 def test_lock_roots_are_the_stack_the_smoke_check_checks():
-    roots = {spec.name for spec in stack.site_roots("local")}
+    roots = {spec.name for spec in stack.roots_of(SpackEnv("local"))}
     assert {"eckit", "metkit", "fdb", "ior", "io500", "netcdf-output-bench",
             "nvme-stage"} <= set(roots)
 
@@ -140,7 +142,7 @@ def test_the_nightly_on_the_spack_stack_passes(traced_nightly):
     # recipes with stand-alone tests passed them
     smoke = {n.split("%package=")[1].split()[0]: tc for (n, _), tc in cases.items()
              if n.startswith("StackSmokeCheck")}
-    assert set(smoke) == {spec.key for spec in stack.site_roots("local")}
+    assert set(smoke) == {spec.key for spec in stack.roots_of(SpackEnv("local"))}
     tested = {key.split("@")[0] for key, tc in smoke.items() if tc.get("spack_test") == "passed"}
     assert {"netcdf-output-bench", "fdb-archive-bench", "nvme-stage"} <= tested
     assert run.returncode == 0

@@ -5,18 +5,19 @@ import pytest
 
 from iostack.site import facts
 from iostack.spack import locks
+from support import targets
 
 
 @pytest.fixture(scope="module")
 def fresh(timings):
-    results = locks.fresh_locks(facts.all_spack_envs())
+    results = locks.fresh_locks(targets.settings(), facts.all_spack_envs())
     for site, result in results.items():
         if not isinstance(result, Exception):
             timings[f"concretize {site} (side by side)"] = result[1]
     return results
 
 
-@pytest.mark.parametrize("site", facts.all_spack_envs())
+@pytest.mark.parametrize("site", facts.all_spack_envs(), ids=str)
 def test_site_lock_is_fresh(fresh, site):
     result = fresh[site]
     assert not isinstance(result, Exception), str(result)

@@ -12,6 +12,7 @@ from support import lmod as lmodtool
 
 from iostack.core import paths
 from iostack.deployment import deploy
+from support import targets
 
 pytestmark = pytest.mark.skipif(not shutil.which("bash") or not
                                 __import__("os").path.exists(lmodtool.LMOD_INIT),
@@ -25,7 +26,7 @@ def meta_module_versions():
 
 @pytest.fixture(scope="module", params=["debian12", "debian13"])
 def lmod_cmd(request):
-    return lmodtool.lmod_command(request.param, paths.cache())
+    return lmodtool.lmod_command(request.param, targets.settings().cache)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from conftest import (
 from iostack.core import paths, pins
 from iostack.offline import bundle
 from iostack.spack import config
+from support import targets
 
 # metkit's configuration files, from ECMWF's metkitlib wheel on PyPI (see its recipe)
 METKIT_CONFIGS_SHA256 = "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1"
@@ -229,7 +230,7 @@ def test_deploy_from_the_buildcache_refuses_a_lock_that_leaves_specs_to_concreti
     p = subprocess.run([str(repo / "bin" / "iostack"), "deploy", "--site", "local", "--root",
                         str(short_root), "--skip-regression", "--buildcache", str(local_buildcache)],
                        capture_output=True, text=True, timeout=3600,
-                       env={**os.environ, "IOSTACK_VENV": str(paths.venv())})
+                       env={**os.environ, "IOSTACK_VENV": str(targets.settings().venv)})
     print(p.stdout[-3000:], p.stderr[-3000:])
     errors = [line for line in p.stderr.splitlines() if line.startswith("iostack: error:")]
     assert p.returncode == 1 and errors == [

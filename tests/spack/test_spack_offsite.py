@@ -7,11 +7,12 @@ import os
 import subprocess
 
 from iostack.spack import runner
+from support import targets
 
 
 def spack(root, *args, timeout=600):
-    env = runner.environment(root)
-    p = subprocess.run([str(runner.spack_bin()), *map(str, args)], capture_output=True, text=True,
+    env = runner.environment(targets.settings(), root)
+    p = subprocess.run([str(runner.spack_bin(targets.settings())), *map(str, args)], capture_output=True, text=True,
                        timeout=timeout, env={**os.environ,
                                              **{k: str(v) for k, v in env.items()}})
     print(p.stdout[-3000:], p.stderr[-3000:])

@@ -15,6 +15,7 @@ from conftest import fetched_urls, iostack
 
 from iostack.core import paths
 from iostack.spack import config as spack_config
+from support import targets
 
 NWP_LOCK = json.loads((paths.SPACK_ENV_SITES / "local" / "nwp" / "spack.lock").read_text())
 #: the sources OpenIFS adds to the site's stack, as the mirror names them (archives by their
@@ -29,7 +30,7 @@ OPENIFS_SOURCES = {
 
 
 def registered_source_mirror() -> pathlib.Path:
-    text = spack_config.registered_mirrors_file().read_text()
+    text = spack_config.registered_mirrors_file(targets.settings().cache).read_text()
     urls = re.findall(r'url:\s*"?file://([^"\s]+)', text)
     return pathlib.Path(urls[0])
 

@@ -25,6 +25,7 @@ import pytest
 from iostack.core import paths
 from iostack.deployment import releases
 from iostack.spack import recipes, runner
+from support import targets
 
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 STANDIN = """# test stand-in for site local (tests/spack/test_spack_releases.py)
@@ -77,7 +78,7 @@ def check_lock_is_buildable(lock: dict, names: list[str]) -> None:
     """The stand-in builds these nodes as locked: a recipe of ours must still declare the
     locked version, itself or by the builtin recipe it subclasses (else the lock is stale,
     and Spack's install says only that the source and the recipe disagree)."""
-    _, spack_packages = runner.locate()
+    _, spack_packages = runner.locate(targets.settings())
     for spec in lock["concrete_specs"].values():
         recipe = (paths.REPO / "packages" / "spack_repo" / "iostack" / "packages"
                   / spec["name"].replace("-", "_") / "package.py")
@@ -108,7 +109,7 @@ def set_stack(repo: pathlib.Path, specs: list[str], renamed: bool = False) -> No
 def iostack(repo, *args, timeout=3600):
     start = time.monotonic()
     p = subprocess.run([str(repo / "bin" / "iostack"), *map(str, args)], capture_output=True,
-                       text=True, timeout=timeout, env={**os.environ, "IOSTACK_VENV": str(paths.venv())})
+                       text=True, timeout=timeout, env={**os.environ, "IOSTACK_VENV": str(targets.settings().venv)})
     print(f"$ iostack {' '.join(map(str, args))}  ({time.monotonic() - start:.0f} s, rc {p.returncode})")
     print(p.stdout[-5000:], p.stderr[-3000:])
     return p
@@ -251,7 +252,7 @@ def test_lmod_walks_the_current_tree_and_its_cache_says_the_same(deployed):
 
 def spack_prefixes(root: pathlib.Path, release: releases.Release) -> dict[str, pathlib.Path]:
     """name -> install prefix of each spec of the release's lock that Spack installs."""
-    lock = json.loads((release.env_dir("local") / "spack.lock").read_text())
+    lock = json.loads((release.env_dir() / "spack.lock").read_text())
     out = {}
     for h, spec in lock["concrete_specs"].items():
         if not spec.get("external"):

@@ -13,12 +13,13 @@ import pytest
 
 from iostack.core import paths
 from iostack.spack import runner
+from support import targets
 
 
 @pytest.fixture(scope="module")
 def elsewhere(tmp_path_factory):
     """(spack command, environment): the copied repository and a config scope naming it."""
-    spack_root, spack_packages = runner.locate()
+    spack_root, spack_packages = runner.locate(targets.settings())
     top = tmp_path_factory.mktemp("elsewhere")
     assert paths.REPO not in top.parents
     shutil.copytree(paths.REPO / "packages", top / "packages", symlinks=True,
@@ -50,7 +51,7 @@ def elsewhere(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("IOSTACK_", "SPACK_"))}
     env.update(SPACK_ROOT=str(spack_root), SPACK_DISABLE_LOCAL_CONFIG="1",
                SPACK_USER_CACHE_PATH=str(top / "user-cache"),
-               SPACK_PYTHON=str(paths.venv() / "bin" / "python"))
+               SPACK_PYTHON=str(targets.settings().venv / "bin" / "python"))
     yield [str(spack_root / "bin" / "spack"), "-C", str(scope)], env, top
     # nothing was written into Spack's own configuration
     assert runner.foreign_config(spack_root) == []

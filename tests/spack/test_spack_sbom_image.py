@@ -18,6 +18,8 @@ from conftest import IOSTACK, iostack
 from iostack.deployment import image, releases, stack
 from iostack.regression import results
 from iostack.spack import runner
+from iostack.site.target import SpackEnv
+from support import targets
 
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 
@@ -28,8 +30,8 @@ def current_release(root: pathlib.Path) -> releases.Release:
 
 def spack_json(release: releases.Release, root: pathlib.Path, *args) -> list[dict]:
     """`spack find --json` in the release's own environment."""
-    p = runner.spack(["-e", release.env_dir("local"), "find", "--json", *args], root,
-                     release=release.path, capture=True)
+    p = runner.spack(["-e", release.env_dir(), "find", "--json", *args],
+                     targets.of(root, release=release.path), in_env=False, capture=True)
     return json.loads(p.stdout)
 
 
@@ -308,7 +310,7 @@ ls -A "$ROOT" | tr '\n' ' '; echo
     # the session is stored in the state's results DB, with the release and the image named
     os.environ["RFM_SQLITE_DB_FILE"] = str(state / "results.db")
     try:
-        (session,) = results.stored_sessions("local", state)
+        (session,) = results.stored_sessions(targets.of(state, system="local"))
     finally:
         del os.environ["RFM_SQLITE_DB_FILE"]
     info = session["session_info"]
@@ -322,7 +324,7 @@ ls -A "$ROOT" | tr '\n' ' '; echo
     smoked = {tc["name"].split("%package=")[1].split()[0]: tc for run in session["runs"][:1]
               for tc in run["testcases"] if tc["name"].startswith("StackSmokeCheck")}
     assert set(smoked) == {spec.key for spec in stack.root_specs(
-        json.loads((release.path / "spack.lock").read_text()), stack.core_compilers("local"))}
+        json.loads((release.path / "spack.lock").read_text()), stack.core_compilers(SpackEnv("local")))}
     tested = {key.split("@")[0] for key, tc in smoked.items() if tc.get("spack_test") == "passed"}
     assert {"netcdf-output-bench", "fdb-archive-bench", "nvme-stage"} <= tested
     failed = [tc["name"] for run in session["runs"][-1:] for tc in run["testcases"]

@@ -11,9 +11,10 @@ import pytest
 
 from iostack.site import facts
 from iostack.spack import runner
+from support import targets
 
 def spack_spec(env_dir: pathlib.Path, root: pathlib.Path, spec: str):
-    env = {**os.environ, **{k: str(v) for k, v in runner.environment(root).items()}}
+    env = {**os.environ, **{k: str(v) for k, v in runner.environment(targets.settings(), root).items()}}
     p = subprocess.run([str(pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"), "-e", str(env_dir),
                         "offsite", "spec", "-I", *spec.split()],
                        capture_output=True, text=True, timeout=1200, env=env)
@@ -100,7 +101,7 @@ def test_cray_ex_modules_sit_at_the_level_of_their_prgenv(tmp_path):
     env_dir = runner.deployed_env("cray-ex", tmp_path)
     script = tmp_path / "layout.py"
     script.write_text(LAYOUT)
-    env = {**os.environ, **{k: str(v) for k, v in runner.environment(tmp_path).items()}}
+    env = {**os.environ, **{k: str(v) for k, v in runner.environment(targets.settings(), tmp_path).items()}}
     p = subprocess.run([str(pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"), "-e", str(env_dir),
                         "python", str(script)], capture_output=True, text=True, timeout=1200, env=env)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -26,6 +26,7 @@ import subprocess
 import tarfile
 
 from iostack.core import paths
+from support import targets
 
 MINBASE_INCLUDE = "python3,git,ca-certificates"
 #: where the repository lives in a root (README: set-up runs as root)
@@ -37,7 +38,7 @@ CLEAN_ENV = {"HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb",
 
 
 def cache_dir() -> pathlib.Path:
-    return paths.cache() / "roots"
+    return targets.settings().cache / "roots"
 
 
 def tarball(release: str) -> pathlib.Path:

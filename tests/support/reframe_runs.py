@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from iostack.core import paths
 from iostack.regression import reframe, results
+from support import targets
 
 DATA = paths.REPO / "tests" / "data" / "reframe"
 #: the references the checks of report_checks.py take (IostackMixin reads them)
@@ -28,8 +29,8 @@ def run_checks(work: pathlib.Path, check_file: pathlib.Path, options=(), name="r
     root = root or work / "root"
     report = work / f"{name}.json"
     env = {**os.environ, "IOSTACK_RFM_REFERENCES": str(REFERENCES),
-           **{k: str(v) for k, v in reframe.environment(root).items()}}
-    p = subprocess.run([str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+           **{k: str(v) for k, v in reframe.environment(targets.of(root)).items()}}
+    p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
                         "--system", "local", "--prefix", str(work / "out" / name),
                         "-c", str(check_file), "-r", "--report-file", str(report), *options],
                        capture_output=True, text=True, env=env, cwd=work, timeout=600)
@@ -97,7 +98,7 @@ def make_all(work: pathlib.Path) -> dict[pathlib.Path, str]:
         reports[recipe.name] = run_checks(work, recipe.check_file, recipe.options, recipe.name)
         made[kept_path(recipe.name)] = json.dumps(reports[recipe.name], indent=1) + "\n"
     series = [reports[f"series-{night}"] for night in range(1, len(SERIES) + 1)]
-    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(work / "root").items()}}
+    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(targets.of(work / "root")).items()}}
     for name, sessions in ((COMPARISON, series), (FIRST_COMPARISON, [reports[RECIPES[0].name]])):
         p = subprocess.run(results.comparison_command("local", sessions), capture_output=True,
                            text=True, timeout=600, env=env)

@@ -2,6 +2,7 @@
 captured (no interpreter started, so what runs is this checkout's code, whatever venv)."""
 from __future__ import annotations
 
+import os
 import types
 
 import pytest
@@ -10,14 +11,13 @@ from iostack import cli
 
 
 @pytest.fixture
-def iostack(capsys, monkeypatch):
-    """iostack(*args, env={...}) -> (returncode, stdout, stderr) of `bin/iostack args`."""
+def iostack(capsys):
+    """iostack(*args, env={...}) -> (returncode, stdout, stderr) of `bin/iostack args`, with
+    `env` on top of this process's environment (given to the CLI, never set here)."""
     def run(*args, env=None):
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
         capsys.readouterr()
         try:
-            rc = cli.main([str(a) for a in args])
+            rc = cli.main([str(a) for a in args], environ={**os.environ, **(env or {})})
         except SystemExit as e:         # argparse's own refusals
             rc = e.code
         out, err = capsys.readouterr()

@@ -5,7 +5,6 @@ import configparser
 
 import pytest
 
-from iostack.core import paths
 from iostack.regression import references
 from iostack_rfm import io500
 
@@ -42,7 +41,7 @@ def test_extra_options_merge():
 
 def documented_rows():
     """Every (system, variant) of the IO500 references that comes from a document."""
-    section = references.load(paths.references_dir() / "io500.yaml")["IO500Check"]
+    section = references.load(references.REFERENCES_DIR / "io500.yaml")["IO500Check"]
     for system, variants in section["references"].items():
         for variant, entries in variants.items():
             if all("source" in e["provenance"] for e in entries.values()):

@@ -3,7 +3,6 @@ for them, the namelist switches, the stripe parameter, output file names and the
 forecast-days-per-day metric from logs."""
 import pytest
 
-from iostack.core import paths
 from iostack.regression import references
 from iostack_rfm import openifs
 
@@ -27,7 +26,7 @@ def test_documented_speeds_are_keyed_like_the_checks_variants():
     can be compared with a site's recorded baseline only if they sit under the variant keys
     the check gives its test cases: a case the check runs, its other parameters at the
     seed's settings, and the check's own performance variables."""
-    section = references.load(paths.references_dir() / "openifs.yaml")["OpenIFSOutputCheck"]
+    section = references.load(references.REFERENCES_DIR / "openifs.yaml")["OpenIFSOutputCheck"]
     documented = section["references"]["hector:compute"]
     assert documented
     for variant, entries in documented.items():

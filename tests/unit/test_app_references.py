@@ -9,8 +9,9 @@ import yaml
 from iostack.core import paths
 from iostack.deployment import stack
 from iostack.regression import references
+from iostack.site.target import SpackEnv
 
-REFS = paths.references_dir()
+REFS = references.REFERENCES_DIR
 APP_REFERENCE_FILES = ["openifs.yaml", "io500.yaml", "ior_mdtest.yaml", "netcdf_output.yaml",
                        "openfoam_pitzdaily.yaml", "openfoam_motorbike.yaml"]
 
@@ -68,7 +69,7 @@ FEATURE_PACKAGES = {"openifs": {"openifs"}, "openfoam": {"openfoam"}, "ior": {"i
 def test_cluster_environments_offer_exactly_the_applications_of_their_stack(
         site, monkeypatch, tmp_path):
     config = _config(monkeypatch, tmp_path)
-    roots = {spec.name for spec in stack.site_roots(site)}
+    roots = {spec.name for spec in stack.roots_of(SpackEnv(site))}
     offered = set()
     for env in config["environments"]:
         if site not in env.get("target_systems", []):

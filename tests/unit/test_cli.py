@@ -6,7 +6,9 @@ import pytest
 from iostack.core import paths
 from iostack.core.errors import IostackError
 from iostack.offline import setup
+from iostack.site.target import SpackEnv
 from iostack.spack import runner
+from support import targets
 
 
 def test_unknown_site_fails_before_anything_runs(iostack):
@@ -25,25 +27,24 @@ def test_deploy_without_spack_says_what_is_missing_and_how_to_provide_it(tmp_pat
 
 
 @pytest.fixture
-def fake_spack(tmp_path, monkeypatch):
-    """An empty Spack checkout and builtin repo, named by SPACK_ROOT/IOSTACK_SPACK_PACKAGES."""
+def fake_spack(tmp_path):
+    """Settings naming an empty Spack checkout and builtin repo (SPACK_ROOT,
+    IOSTACK_SPACK_PACKAGES)."""
     for d in ("a/bin", "p/repos/spack_repo/builtin"):
         (tmp_path / d).mkdir(parents=True)
     (tmp_path / "a/bin/spack").write_text("")
     (tmp_path / "p/repos/spack_repo/builtin/repo.yaml").write_text("")
-    monkeypatch.setenv("SPACK_ROOT", str(tmp_path / "a"))
-    monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "p"))
+    return targets.settings(SPACK_ROOT=tmp_path / "a", IOSTACK_SPACK_PACKAGES=tmp_path / "p")
 
 
-def test_spack_location_prefers_spack_root(tmp_path, monkeypatch, fake_spack):
-    assert runner.locate() == (tmp_path / "a", tmp_path / "p")
-    monkeypatch.setenv("IOSTACK_SPACK_PACKAGES", str(tmp_path / "missing"))
+def test_spack_location_prefers_spack_root(tmp_path, fake_spack):
+    assert runner.locate(fake_spack) == (tmp_path / "a", tmp_path / "p")
     with pytest.raises(runner.SpackMissing, match="spack-packages"):
-        runner.locate()
+        runner.locate(fake_spack.replace(spack_packages=tmp_path / "missing"))
 
 
 def test_spack_environment_isolates_user_config(tmp_path, fake_spack):
-    env = runner.environment(tmp_path / "root")
+    env = runner.environment(targets.settings(), fake_spack, tmp_path / "root")
     assert env["SPACK_DISABLE_LOCAL_CONFIG"] == "1"
     assert env["IOSTACK_ROOT"] == tmp_path / "root"
     assert str(env["SPACK_USER_CACHE_PATH"]).startswith(str(tmp_path / "root"))
@@ -71,7 +72,7 @@ def test_commands_are_printed_before_they_run(capsys):
 
 def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     root = tmp_path / "root"
-    env_dir = runner.deployed_env("local", root)
+    env_dir = runner.deployed_env(SpackEnv("local"), root)
     assert env_dir == root / "spack-env" / "sites" / "local"
     assert (env_dir / "spack.yaml").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.yaml").read_text()
     # Spack's state survives a refresh; a file the checkout no longer has does not
@@ -79,29 +80,29 @@ def test_deployed_env_is_a_refreshed_copy_that_keeps_spack_state(tmp_path):
     (env_dir / ".spack-env" / "transaction_lock").write_text("")
     (env_dir / "stale.yaml").write_text("x")
     (env_dir / "spack.lock").write_text("{}")
-    runner.deployed_env("local", root)
+    runner.deployed_env(SpackEnv("local"), root)
     assert (env_dir / ".spack-env" / "transaction_lock").exists()
     assert not (env_dir / "stale.yaml").exists()
     assert (env_dir / "spack.lock").read_text() == (paths.SPACK_ENV_SITES / "local" / "spack.lock").read_text()
     assert (root / "spack-env" / "common" / "modules.yaml").is_file()  # relative includes resolve
 
 
-def test_mirror_register_writes_the_nodes_mirrors_once(tmp_path, monkeypatch, capsys):
+def test_mirror_register_writes_the_nodes_mirrors_once(tmp_path, iostack):
     """The one writer of the node's mirrors.yaml, for set-up's bundles and Ansible's role."""
     import yaml
 
-    from iostack import cli
-
-    monkeypatch.setenv("IOSTACK_CACHE", str(tmp_path))
+    env = {"IOSTACK_CACHE": str(tmp_path)}
     args = ["mirror", "register", "--source=sources=https://mirror.example.org/spack",
             "--buildcache=site-cache=file:///srv/buildcache", "--unsigned"]
-    assert cli.main(args) == 0
+    p = iostack(*args, env=env)
+    assert p.returncode == 0
     path = tmp_path / "spack-config" / "mirrors.yaml"
-    assert capsys.readouterr().out.startswith(f"iostack: {path}: written (2 mirror(s)")
+    assert p.stdout.startswith(f"iostack: {path}: written (2 mirror(s)")
     assert yaml.safe_load(path.read_text()) == {"mirrors": {
         "sources": {"url": "https://mirror.example.org/spack", "source": True, "binary": False},
         "site-cache": {"url": "file:///srv/buildcache", "source": False, "binary": True,
                        "signed": False}}}
-    assert cli.main(args) == 0 and capsys.readouterr().out == f"iostack: {path}: unchanged\n"
-    assert cli.main(["mirror", "register", "--source=nourl"]) == 2
-    assert capsys.readouterr().err == "iostack: error: 'nourl': give a mirror as NAME=URL\n"
+    again = iostack(*args, env=env)
+    assert again.returncode == 0 and again.stdout == f"iostack: {path}: unchanged\n"
+    bad = iostack("mirror", "register", "--source=nourl", env=env)
+    assert bad.returncode == 2 and bad.stderr == "iostack: error: 'nourl': give a mirror as NAME=URL\n"

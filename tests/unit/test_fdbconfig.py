@@ -26,13 +26,12 @@ def test_cli_creates_the_root_and_writes_the_config(tmp_path):
     assert (tmp_path / "r").is_dir() and "engine: toc" in out.read_text()
 
 
-def test_deploy_writes_the_deployments_config_in_process(tmp_path, monkeypatch, capsys):
+def test_deploy_writes_the_deployments_config_in_process(tmp_path, capsys):
     from iostack.deployment import deploy
 
     schema = tmp_path / "schema"
     schema.write_text("x")
-    monkeypatch.setenv("FDB5_SCHEMA", str(schema))
-    deploy.render_fdb_config(tmp_path / "root")
+    deploy.render_fdb_config(tmp_path / "root", schema=schema)
     config = tmp_path / "root" / "etc" / "fdb5" / "config.yaml"
     assert f"path: {tmp_path / 'root' / 'var' / 'fdb'}" in config.read_text()
     assert f"schema: {schema}" in config.read_text()

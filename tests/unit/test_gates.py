@@ -4,7 +4,8 @@ sessions. Whether the gates catch real slowdowns on this machine is in
 tests/unit/test_gates_campaign.py (nights of the sensitivity campaign)."""
 import pytest
 
-from iostack.regression import gates, nightly, references, results
+from iostack.regression import gates, nightly, results
+from support import targets
 
 
 def test_robust_spread_ignores_one_outlier_night():
@@ -102,18 +103,18 @@ def test_the_nightly_names_a_persistent_regression(tmp_path, monkeypatch):
         "ThroughputCheck:\n  thresholds:\n    ratio: {lower: -0.05, upper: null, unit: ratio}\n"
         "  references:\n    sys:part:\n      a=1:\n        ratio: {value: 1.0, lower: -0.3, "
         "upper: null, unit: ratio, provenance: {recorded: '2023-11-14T22:13:20Z'}}\n")
-    monkeypatch.setattr(references, "REFERENCES_DIR", tmp_path)
     ratios = [v / 100 for v in HISTORY] + [0.8, 0.82, 0.79]
     sessions = [session(str(i), 1.7e9 + i, r) for i, r in enumerate(ratios)]
     # a night whose sanity failed is no measurement; nights before the reference are not
     # the history it accepted
     sessions.insert(5, session("bad", 1.7e9 + 4.5, 0.1, phase="sanity"))
     sessions.insert(0, session("older", 1.6e9, 0.1))
-    monkeypatch.setattr(results, "stored_sessions", lambda system, root: sessions)
-    (line,) = nightly.history_regressions(sessions[-1], "sys", tmp_path)
+    target = targets.of(tmp_path, system="sys", IOSTACK_RFM_REFERENCES=tmp_path)
+    monkeypatch.setattr(results, "stored_sessions", lambda t: sessions if t == target else [])
+    (line,) = nightly.history_regressions(sessions[-1], target)
     assert line.startswith("ThroughputCheck %a=1 @sys:part+env ratio: last 3 nights' median "
                            "0.8 vs 1 over the 12 before (-20.0%")
     # the same nights without the slowdown
     clean = sessions[:-3] + [session(str(i), 1.8e9 + i, 1.0) for i in range(3)]
-    monkeypatch.setattr(results, "stored_sessions", lambda system, root: clean)
-    assert nightly.history_regressions(clean[-1], "sys", tmp_path) == []
+    monkeypatch.setattr(results, "stored_sessions", lambda t: clean)
+    assert nightly.history_regressions(clean[-1], target) == []

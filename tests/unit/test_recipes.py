@@ -5,6 +5,7 @@ import re
 import pytest
 
 from iostack.core import digest, paths
+from support import targets
 
 PACKAGES = paths.REPO / "packages" / "spack_repo" / "iostack" / "packages"
 BUILTIN_NAMES_WE_EXTEND = {"ecbuild", "eccodes", "eckit", "ecmwf_atlas", "fckit", "fdb", "metkit"}
@@ -15,7 +16,7 @@ def builtin_names():
     from iostack.spack import runner
 
     try:
-        _, pkgs = runner.locate()
+        _, pkgs = runner.locate(targets.settings())
     except runner.SpackMissing:
         return BUILTIN_NAMES_WE_EXTEND
     return {p.name for p in (pkgs / "repos/spack_repo/builtin/packages").iterdir()}

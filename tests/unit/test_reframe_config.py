@@ -11,6 +11,7 @@ from iostack_testbed import slurm
 from spack_lock import Lock
 
 from iostack.core import paths
+from support import targets
 from iostack.site import facts as site_facts
 
 
@@ -247,8 +248,8 @@ def test_every_mode_writes_its_junit_beside_the_run_reports_iostack_reads(monkey
     reads and the nightly workflow uploads (<state>/reports, the state the runner gives)."""
     from iostack.regression import reframe, results
 
-    monkeypatch.setenv("LMOD_CMD", "/bin/true")
-    state = pathlib.Path(reframe.environment(tmp_path / "deployment")["IOSTACK_RFM_STATE"])
+    target = targets.of(tmp_path / "deployment", LMOD_CMD="/bin/true")
+    state = pathlib.Path(reframe.environment(targets.of(target))["IOSTACK_RFM_STATE"])
     config = load_config(monkeypatch, state)
     assert [m["name"] for m in config["modes"]] == ["nightly", "weekly"]
     for mode in config["modes"]:
@@ -262,17 +263,17 @@ def test_every_mode_writes_its_junit_beside_the_run_reports_iostack_reads(monkey
 def test_reframe_stores_sessions_where_iostack_reads_them(monkeypatch, tmp_path):
     """The results DB of a deployment: ReFrame's configuration (its state directory, which
     the runner sets) and iostack's layout (what report and record-baseline read) agree."""
-    from iostack.deployment import layout
     from iostack.regression import reframe
 
-    monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
-    monkeypatch.setenv("LMOD_CMD", "/bin/true")
-    root = tmp_path / "deployment"
-    state = reframe.environment(root)["IOSTACK_RFM_STATE"]
+    settings = targets.settings(LMOD_CMD="/bin/true").replace(results_db=None)
+    target = targets.of(tmp_path / "deployment", settings_=settings)
+    given = reframe.environment(targets.of(target))
+    state = given["IOSTACK_RFM_STATE"]
     config = load_config(monkeypatch, pathlib.Path(state))
     (storage,) = config["storage"]
     assert storage["enable"] is True
-    assert storage["sqlite_db_file"] == str(layout.results_db(root))
+    # a run by hand on the root, and bin/iostack's (which names the DB), use the same one
+    assert storage["sqlite_db_file"] == str(target.results_db) == str(given["RFM_SQLITE_DB_FILE"])
     assert config["general"][0]["report_file"].startswith(f"{state}/reports/")
 
 

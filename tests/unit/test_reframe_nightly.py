@@ -13,6 +13,7 @@ from reframe_reports import NO_BASELINE, PASS, SANITY_FAIL, real_report
 from iostack.core import filesystems, runlock
 from iostack.core.errors import Failed, IostackError
 from iostack.regression import nightly, reframe
+from support import targets
 
 
 def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, timed_out=False,
@@ -21,8 +22,8 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
     about storing the session, and what `--list` loads (every check of the mode)."""
     calls = []
 
-    def run(system, root, extra=(), mode=None, env_extra=None, deadline=None, pass_fds=()):
-        calls.append({"system": system, "extra": list(extra), "mode": mode, "env": env_extra,
+    def run(target, extra=(), mode=None, env_extra=None, deadline=None, pass_fds=()):
+        calls.append({"system": target.reframe_system, "extra": list(extra), "mode": mode, "env": env_extra,
                       "deadline": deadline, "pass_fds": pass_fds})
         said = dict(notes or {})
         if report is not None:
@@ -33,7 +34,7 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
                 said["stored"] = report.get("session_info", {}).get("uuid")
         return reframe.Outcome(rc, said, timed_out)
 
-    def list_checks(system, root, mode=None, env_extra=None):
+    def list_checks(target, mode=None, env_extra=None):
         checks = nightly.MODES[mode].checks if listed is None else listed
         return reframe.Listing(0, set(checks), [], "")
 
@@ -45,7 +46,7 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
 def test_no_test_case_is_a_failure_with_a_reason(tmp_path, monkeypatch, capsys):
     # ReFrame 4.10 with no case selected says PASSED, exits 0 and writes no report at all
     fake_reframe(tmp_path, monkeypatch, None)
-    assert nightly.run("local", "local", tmp_path, ["-n", "Nothing"], "nightly") == nightly.RC_NO_TESTS
+    assert nightly.run(targets.of(tmp_path), ["-n", "Nothing"], "nightly") == nightly.RC_NO_TESTS
     out = capsys.readouterr().out
     assert "ran no test case" in out and "#3599" in out and "-n Nothing" in out
 
@@ -55,17 +56,17 @@ def test_an_old_report_does_not_count(tmp_path, monkeypatch):
     old.parent.mkdir(parents=True)
     old.write_text(json.dumps(real_report()))
     fake_reframe(tmp_path, monkeypatch, None)
-    assert nightly.run("local", "local", tmp_path) == nightly.RC_NO_TESTS
+    assert nightly.run(targets.of(tmp_path)) == nightly.RC_NO_TESTS
 
 
 def test_a_failing_run_keeps_its_own_exit_code(tmp_path, monkeypatch):
     fake_reframe(tmp_path, monkeypatch, None, rc=1)
-    assert nightly.run("local", "local", tmp_path) == 1
+    assert nightly.run(targets.of(tmp_path)) == 1
 
 
 def test_sessions_carry_commit_and_spack_lock_hash(tmp_path, monkeypatch):
     calls = fake_reframe(tmp_path, monkeypatch, real_report(PASS, uuid="u"))
-    assert nightly.run("local", "local-slurm", tmp_path, mode="weekly") == 0
+    assert nightly.run(targets.of(tmp_path, system="local-slurm"), mode="weekly") == 0
     (call,) = calls
     assert call["system"] == "local-slurm" and call["mode"] == "weekly"
     i = call["extra"].index("--session-extras")
@@ -73,13 +74,13 @@ def test_sessions_carry_commit_and_spack_lock_hash(tmp_path, monkeypatch):
     assert extras["site"] == "local"
     assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", extras["commit"])
     assert re.fullmatch(r"[0-9a-f]{64}", extras["spack_lock_sha256"])
-    assert extras["spack_lock_sha256"] == nightly.spack_lock_sha256("local")
+    assert extras["spack_lock_sha256"] == nightly.spack_lock_sha256(targets.of(tmp_path))
 
 
 def test_missing_baselines_are_explained(tmp_path, monkeypatch, capsys):
     fake_reframe(tmp_path, monkeypatch, real_report(NO_BASELINE, PASS, system="local-slurm"),
                  rc=1)
-    assert nightly.run("local", "local-slurm", tmp_path) == 1
+    assert nightly.run(targets.of(tmp_path, system="local-slurm")) == 1
     hints = [line for line in capsys.readouterr().out.splitlines() if "record-baseline" in line]
     assert hints == ["  TinyNoBaselineCheck @local-slurm:default+builtin: bin/iostack record-baseline "
                      "--site local --system local-slurm --check TinyNoBaselineCheck"]
@@ -87,7 +88,7 @@ def test_missing_baselines_are_explained(tmp_path, monkeypatch, capsys):
 
 def test_other_failures_are_not_blamed_on_baselines(tmp_path, monkeypatch, capsys):
     fake_reframe(tmp_path, monkeypatch, real_report(SANITY_FAIL, PASS), rc=1)
-    nightly.run("local", "local", tmp_path)
+    nightly.run(targets.of(tmp_path))
     assert "record-baseline" not in capsys.readouterr().out
 
 
@@ -101,7 +102,7 @@ def test_each_run_reads_and_prints_its_own_report(tmp_path, monkeypatch, capsys)
     newer.parent.mkdir(parents=True)
     newer.write_text(json.dumps(report_of("another-run")))
     calls = fake_reframe(tmp_path, monkeypatch, report_of("this-run"))
-    assert nightly.run("local", "local", tmp_path) == 0
+    assert nightly.run(targets.of(tmp_path)) == 0
     own = calls[0]["extra"][calls[0]["extra"].index("--report-file") + 1]
     os.utime(newer)         # the other run's report is the newest in the directory
     assert own != newer and json.loads(own.read_text())["session_info"]["uuid"] == "this-run"
@@ -112,7 +113,7 @@ def test_a_session_the_db_did_not_store_fails_and_keeps_its_report(tmp_path, mon
     """[issue 12] ReFrame only warns when it cannot store the session; the nightly fails."""
     calls = fake_reframe(tmp_path, monkeypatch, report_of("s-1"), stored=False,
                          notes={"store_failed": "file is not a database"})
-    assert nightly.run("local", "local", tmp_path) == nightly.RC_NOT_STORED
+    assert nightly.run(targets.of(tmp_path)) == nightly.RC_NOT_STORED
     own = calls[0]["extra"][calls[0]["extra"].index("--report-file") + 1]
     (line,) = [x for x in capsys.readouterr().out.splitlines() if "error" in x]
     assert line.startswith("iostack: error: session s-1 was NOT stored in the results DB "
@@ -123,7 +124,7 @@ def test_a_session_the_db_did_not_store_fails_and_keeps_its_report(tmp_path, mon
 
 def test_a_failed_run_whose_session_was_not_stored_keeps_the_failure_code(tmp_path, monkeypatch):
     fake_reframe(tmp_path, monkeypatch, report_of(failures=1), rc=1, stored=False)
-    assert nightly.run("local", "local", tmp_path) == 1
+    assert nightly.run(targets.of(tmp_path)) == 1
 
 
 def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monkeypatch, capsys):
@@ -131,7 +132,7 @@ def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monk
     calls = fake_reframe(tmp_path, monkeypatch, report_of(),
                          listed=nightly.MODES["nightly"].checks - {"StackSmokeCheck"})
     with pytest.raises(IostackError) as e:
-        nightly.run("local", "local", tmp_path)
+        nightly.run(targets.of(tmp_path))
     assert e.value.exit_code == 2 and calls == []
     err = str(e.value)
     assert "mode nightly must run StackSmokeCheck, which did not load" in err
@@ -148,7 +149,7 @@ def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monk
         1, set(), [], "failed to load configuration: could not find a configuration entry for "
                       f"the requested system: '{system}'"))
     with pytest.raises(IostackError) as e:
-        nightly.run(site, system, tmp_path)
+        nightly.run(targets.of(tmp_path, site=site, system=system))
     err = str(e.value)
     assert e.value.exit_code == 2 and expected in err
     assert "defined in reframe-tests/config/iostack.py `systems` (cray-ex, local, " in err
@@ -157,7 +158,7 @@ def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monk
 def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeypatch, capsys):
     calls = fake_reframe(tmp_path, monkeypatch, report_of())
     with pytest.raises(IostackError) as e:
-        nightly.run("local", "local", tmp_path, mode="nighlty")
+        nightly.run(targets.of(tmp_path), mode="nighlty")
     assert e.value.exit_code == 2 and calls == []
     assert ("unknown mode 'nighlty': modes are nightly, weekly, defined in "
             "reframe-tests/config/iostack.py `modes`") in str(e.value)
@@ -166,7 +167,7 @@ def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeyp
 def test_the_run_gets_its_mode_s_deadline_and_the_lock(tmp_path, monkeypatch):
     calls = fake_reframe(tmp_path, monkeypatch, report_of())
     before = time.monotonic()
-    nightly.run("local", "local", tmp_path, mode="weekly")
+    nightly.run(targets.of(tmp_path), mode="weekly")
     (call,) = calls
     bound = nightly.MODES["weekly"].wall_clock_seconds
     assert before + bound <= call["deadline"] <= time.monotonic() + bound
@@ -175,7 +176,7 @@ def test_the_run_gets_its_mode_s_deadline_and_the_lock(tmp_path, monkeypatch):
 
 def test_a_run_out_of_time_fails_saying_so(tmp_path, monkeypatch, capsys):
     fake_reframe(tmp_path, monkeypatch, None, timed_out=True)
-    assert nightly.run("local", "local", tmp_path) == nightly.RC_TIME_UP
+    assert nightly.run(targets.of(tmp_path)) == nightly.RC_TIME_UP
     assert "mode nightly ran out of its wall-clock bound (4:00:00" in capsys.readouterr().out
 
 
@@ -185,7 +186,7 @@ def test_a_full_file_system_is_named(tmp_path, monkeypatch, capsys):
                         f"{path} is full: 0 KiB free of 40 MiB")
     (tmp_path / "reframe").mkdir()
     monkeypatch.setattr(nightly.roots, "require_writable", lambda root, sub: root / sub)
-    assert nightly.run("local", "local", tmp_path) == 1
+    assert nightly.run(targets.of(tmp_path)) == 1
     out = capsys.readouterr().out
     assert f"iostack: error: file system /x (/dev/x, xfs) holding {tmp_path}/reframe is full" in out
 

@@ -4,11 +4,12 @@ import pytest
 
 from iostack.deployment import stack
 from iostack.site import facts
+from iostack.site.target import SpackEnv
 from iostack_rfm import smoke
 
 
 def test_local_roots_come_from_the_lock_each_with_its_program():
-    roots = {r.name: r for r in stack.site_roots("local")}
+    roots = {r.name: r for r in stack.roots_of(SpackEnv("local"))}
     assert {"eccodes", "fdb", "eckit", "metkit", "ior", "io500", "netcdf-output-bench",
             "nvme-stage", "fdb-archive-bench", "fio"} <= set(roots)
     # metkit is a library (its version query is pkg-config's); every other root has a
@@ -31,13 +32,13 @@ def test_local_roots_come_from_the_lock_each_with_its_program():
 
 
 def test_cray_builds_are_named_by_their_programming_environment():
-    compilers = {(r.name, r.compiler) for r in stack.site_roots("cray-ex")}
+    compilers = {(r.name, r.compiler) for r in stack.roots_of(SpackEnv("cray-ex"))}
     assert {("fdb", "cce"), ("fdb", "gnu"), ("ior", "gcc")} <= compilers
 
 
 @pytest.mark.parametrize("site", facts.spack_sites())
 def test_every_site_lock_parses_into_unique_keys(site):
-    roots = stack.site_roots(site)
+    roots = stack.roots_of(SpackEnv(site))
     assert roots, f"{site}: no roots in its spack.lock"
     keys = [r.key for r in roots]
     assert len(keys) == len(set(keys))
@@ -111,7 +112,7 @@ def test_loaded_modules_come_from_the_jobs_line():
 
 
 def test_the_program_on_path_must_be_the_installed_specs():
-    (fdb,) = [r for r in stack.site_roots("local") if r.name == "fdb"]
+    (fdb,) = [r for r in stack.roots_of(SpackEnv("local")) if r.name == "fdb"]
     out = ("iostack-smoke: installed fdb 5.13.106 /d/opt/fdb-5.13.106-abcdefg\n"
            "iostack-smoke: on PATH fdb-info {}\n")
     assert smoke.installed(out) == {"name": "fdb", "version": "5.13.106",
@@ -145,6 +146,6 @@ def test_what_spack_test_run_said(summary, status):
 def test_an_environment_of_a_site_has_the_sites_core_compiler():
     """local/nwp includes local's modules.yaml: its packages sit in Core under gcc as the
     site's own do (a `gcc/12.2.0` level, which the tree has not, kept openifs-env from loading)."""
-    assert stack.core_compilers("local/nwp") == stack.core_compilers("local") == ("gcc@12.2.0",)
-    roots = {r.name: r for r in stack.site_roots("local/nwp")}
+    assert stack.core_compilers(SpackEnv("local", "nwp")) == stack.core_compilers(SpackEnv("local")) == ("gcc@12.2.0",)
+    roots = {r.name: r for r in stack.roots_of(SpackEnv("local", "nwp"))}
     assert roots["openifs"].hierarchy == roots["fdb"].hierarchy == ("openmpi/4.1.4",)

@@ -7,10 +7,14 @@ import hashlib
 import json
 import os
 
+import re
+
 import pytest
+from support import targets
 
 from iostack.core import paths
-from iostack.deployment import deploy, layout, releases
+from iostack.deployment import deploy, releases
+from iostack.site.target import SpackEnv
 
 
 def write_tree(path, modules=("fdb/5.10.8",)):
@@ -47,7 +51,7 @@ def test_release_id_names_date_commit_and_lock():
 def test_create_copies_the_lock_and_records_building(tmp_path):
     lock = tmp_path / "spack.lock"
     lock.write_text('{"roots": []}\n')
-    r = releases.create(tmp_path / "root", "local", "abc123", lock)
+    r = releases.create(tmp_path / "root", SpackEnv("local"), "abc123", lock)
     assert (r.path / "spack.lock").read_bytes() == lock.read_bytes()
     meta = json.loads((r.path / "release.json").read_text())
     assert meta["regression"] == "building" and meta["site"] == "local"
@@ -134,13 +138,13 @@ def test_prune_keeps_current_previous_and_the_newest(tmp_path):
     gone, kept = releases.plan_prune(tmp_path, keep=1)
     assert [r.id for r in kept] == [IDS[0], IDS[2], IDS[5]]
     assert [r.id for r in gone] == [IDS[1], IDS[3], IDS[4]]
-    removed, _ = releases.prune(tmp_path, keep=1, garbage=False)
+    removed, _ = releases.prune(targets.of(tmp_path), keep=1, garbage=False)
     assert sorted(p.name for p in (tmp_path / "releases").iterdir() if p.is_dir()) == \
         sorted([IDS[0], IDS[2], IDS[5]])
     assert removed == [IDS[1], IDS[3], IDS[4]]
     assert releases.current(tmp_path) == IDS[0]
     # keep 0 still keeps the current and the previous one
-    removed, kept = releases.prune(tmp_path, keep=0, garbage=False)
+    removed, kept = releases.prune(targets.of(tmp_path), keep=0, garbage=False)
     assert removed == [IDS[5]] and kept == [IDS[0], IDS[2]]
 
 
@@ -149,7 +153,7 @@ def test_prune_never_removes_a_release_being_built(tmp_path):
     releases.switch(tmp_path, IDS[0])
     lock = tmp_path / "lock"
     lock.write_text("{}")
-    building = releases.create(tmp_path, "local", "abc", lock)
+    building = releases.create(tmp_path, SpackEnv("local"), "abc", lock)
     gone, kept = releases.plan_prune(tmp_path, keep=0)
     assert gone == [] and building.id in [r.id for r in kept]
     with pytest.raises(releases.ReleaseError, match="still being built"):
@@ -193,8 +197,10 @@ def test_session_extras_and_results_db_of_a_release(tmp_path):
     path = make_release(tmp_path, IDS[0])
     assert releases.session_extras(path) == [
         "--session-extras", f"release={IDS[0]},spack_lock_sha256={'ab' * 32}"]
-    assert layout.release_results_db(path) == tmp_path / "reframe" / "results.db"
-    assert releases.session_extras(tmp_path) == [] and layout.release_results_db(tmp_path) is None
+    settings = targets.settings().replace(results_db=None)
+    assert targets.of(tmp_path, release=path, settings_=settings).results_db == \
+        tmp_path / "reframe" / "results.db"
+    assert releases.session_extras(tmp_path) == []
     releases.switch(tmp_path, IDS[0])
     assert releases.tree_under_test(tmp_path) == path.resolve()
 
@@ -204,7 +210,7 @@ def test_session_extras_and_results_db_of_a_release(tmp_path):
 @pytest.fixture
 def fake_build(monkeypatch, tmp_path):
     """deploy.build without Spack: a module tree naming the release."""
-    def build(site, root, release, buildcache=None):
+    def build(target, release, buildcache=None):
         write_tree(release.path)
         releases.record(release, modulefiles_sha256=releases.tree_digest(release.modulefiles))
     monkeypatch.setattr(deploy, "build", build)
@@ -217,11 +223,11 @@ def fake_build(monkeypatch, tmp_path):
 def test_deploy_switches_only_to_a_release_whose_regression_passed(fake_build, capsys):
     root = fake_build
     seen = []
-    assert deploy.deploy("local", root, regression=lambda tree, extras: seen.append(extras) or 0) == 0
+    assert deploy.deploy(targets.of(root), regression=lambda t, extras: seen.append(extras) or 0) == 0
     first = releases.current(root)
     assert first and releases.find(root, first).verdict == releases.PASSED
     assert seen[0][1].startswith(f"release={first},")
-    rc = deploy.deploy("local", root, regression=lambda tree, extras: 7)
+    rc = deploy.deploy(targets.of(root), regression=lambda t, extras: 7)
     assert rc == 7
     failed = [r for r in releases.listing(root) if r.id != first]
     assert [(r.verdict, r.meta["regression_rc"]) for r in failed] == [(releases.FAILED, 7)]
@@ -231,21 +237,43 @@ def test_deploy_switches_only_to_a_release_whose_regression_passed(fake_build, c
 
 def test_deploy_no_switch_and_skip_regression_leave_current_alone(fake_build, capsys):
     root = fake_build
-    assert deploy.deploy("local", root, regression=None) == 0
+    assert deploy.deploy(targets.of(root), regression=None) == 0
     assert releases.current(root) is None
     assert releases.listing(root)[0].verdict == releases.UNTESTED
-    assert deploy.deploy("local", root, regression=lambda t, e: 0, switch=False) == 0
+    assert deploy.deploy(targets.of(root), regression=lambda t, e: 0, switch=False) == 0
     assert releases.current(root) is None
     assert releases.listing(root)[-1].verdict == releases.PASSED
     assert "--no-switch" in capsys.readouterr().out
 
 
+def test_deploy_of_an_environment_stores_site_and_environment_and_hints_a_switch_that_works(
+        fake_build, iostack, capsys, monkeypatch):
+    """The hint names the site (`--site local`), never the environment (`local/nwp`), and the
+    command it prints runs."""
+    sites = fake_build.parent / "sites"
+    (sites / "local" / "nwp").mkdir()
+    for env in (sites / "local", sites / "local" / "nwp"):
+        (env / "spack.yaml").write_text("spack: {}\n")
+        (env / "spack.lock").write_text('{"roots": []}')
+    root = fake_build
+    assert deploy.deploy(targets.of(root, env="nwp"), regression=None) == 0
+    (release,) = releases.listing(root)
+    assert (release.meta["site"], release.meta["env"]) == ("local", "local/nwp")
+    assert release.spack_env == SpackEnv("local", "nwp") and release.site == "local"
+    (hint,) = re.findall(r"to use it untested: bin/iostack (switch .*)$", capsys.readouterr().out,
+                         re.M)
+    assert hint == f"switch --site local --root {root} {release.id} --force"
+    p = iostack(*hint.split())
+    assert p.returncode == 0, p.stderr
+    assert releases.current(root) == release.id
+
+
 def test_deploy_records_a_build_failure(monkeypatch, fake_build):
-    def broken(site, root, release, buildcache=None):
+    def broken(target, release, buildcache=None):
         raise SystemExit(1)
     monkeypatch.setattr(deploy, "build", broken)
     with pytest.raises(SystemExit):
-        deploy.deploy("local", fake_build, regression=lambda t, e: 0)
+        deploy.deploy(targets.of(fake_build), regression=lambda t, e: 0)
     (only,) = releases.listing(fake_build)
     assert only.verdict == releases.BUILD_FAILED
     assert releases.current(fake_build) is None
@@ -291,7 +319,7 @@ def test_deploy_records_a_regression_that_could_not_run(fake_build):
     def refused(tree, extras):
         raise SystemExit(2)  # e.g. nightly's preflight: the mode's checks did not load
     with pytest.raises(SystemExit):
-        deploy.deploy("local", fake_build, regression=refused)
+        deploy.deploy(targets.of(fake_build), regression=refused)
     (only,) = releases.listing(fake_build)
     assert (only.verdict, only.meta["regression_rc"]) == (releases.FAILED, 2)
     assert releases.current(fake_build) is None
@@ -311,14 +339,19 @@ def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeyp
         raise Held
     monkeypatch.setattr(nightly.runlock, "hold", hold)
     with pytest.raises(Held):
-        nightly.run("local", "local", path)
+        nightly.run(targets.of(tmp_path, release=path))
     assert held == [tmp_path / "reframe" / "nightly.lock"]  # the deployment's, not the release's
 
 
-def test_a_release_results_db_is_its_deployments(tmp_path, monkeypatch):
-    monkeypatch.delenv("RFM_SQLITE_DB_FILE", raising=False)
+def test_a_release_results_db_is_its_deployments(tmp_path):
+    settings = targets.settings().replace(results_db=None)
     path = make_release(tmp_path, IDS[0])
-    assert layout.results_db(path) == layout.results_db(tmp_path) == tmp_path / "reframe" / "results.db"
+    assert targets.of(tmp_path, release=path, settings_=settings).results_db == \
+        targets.of(tmp_path, settings_=settings).results_db == tmp_path / "reframe" / "results.db"
+    moved = settings.replace(results_db=tmp_path / "local.db")
+    assert targets.of(tmp_path, release=path, settings_=moved).results_db == tmp_path / "local.db"
+    assert targets.of(tmp_path, state=tmp_path / "s", settings_=settings).results_db == \
+        tmp_path / "s" / "results.db"
 
 
 def test_module_chains_say_what_loads_each_package_of_the_release(tmp_path):
@@ -326,7 +359,7 @@ def test_module_chains_say_what_loads_each_package_of_the_release(tmp_path):
     hierarchy puts it; a Debian external at its own module."""
     (tmp_path / "spack.lock").write_bytes((paths.SPACK_ENV_SITES / "local" / "spack.lock")
                                           .read_bytes())
-    text = deploy.write_module_chains(tmp_path, "local").read_text()
+    text = deploy.write_module_chains(tmp_path, SpackEnv("local")).read_text()
     assert text.startswith("-- Written by bin/iostack deploy")
     assert '  ["fdb"] = {"openmpi/4.1.4", "fdb/5.13.106"},\n' in text
     assert '  ["eccodes"] = {"eccodes/2.28.0"},\n' in text

@@ -9,15 +9,18 @@ import yaml
 
 from iostack.core import paths
 from iostack.site import facts as sites
+from iostack.site.target import SpackEnv
 
 
 def test_local_has_the_nwp_environment_and_every_lock_names_it():
     assert sites.spack_envs("local") == ["nwp"]
-    assert sites.spack_env("local", None) == "local"
-    assert sites.spack_env("local", "nwp") == "local/nwp"
-    assert sites.check_spack_env("local/nwp") == "local/nwp"
-    assert "local/nwp" in sites.all_spack_envs()
-    assert set(sites.spack_sites()) <= set(sites.all_spack_envs())
+    assert sites.spack_env("local", None) == SpackEnv("local")
+    assert sites.spack_env("local", "nwp") == SpackEnv("local", "nwp")
+    assert sites.check_spack_env("local/nwp").name == "local/nwp"
+    assert SpackEnv("local", "nwp") in sites.all_spack_envs()
+    assert {SpackEnv(s) for s in sites.spack_sites()} <= set(sites.all_spack_envs())
+    # a site and its environment are different types: neither passes for the other
+    assert SpackEnv("local") != "local" and SpackEnv("local", "nwp").site == "local"
     # a site is described once: the environment includes the site's own files
     spec = yaml.safe_load((paths.SPACK_ENV_SITES / "local" / "nwp" / "spack.yaml").read_text())
     assert {"../packages.yaml", "../modules.yaml"} <= set(spec["spack"]["include"])

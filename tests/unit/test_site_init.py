@@ -12,6 +12,7 @@ import yaml
 
 import test_site_facts
 from iostack.core import paths
+from support import targets
 from iostack.offline import siteinit
 from iostack.site import facts as sites
 
@@ -126,10 +127,10 @@ def test_a_taken_name_is_refused_and_nothing_is_written(trixie, repo_copy):
     before = tree_listing(repo_copy)
     for name in ("local", "local-slurm", "cray-ex"):
         with pytest.raises(siteinit.SiteInitError, match=rf"site {name} exists \("):
-            siteinit.main(name, records=DATA / "trixie")
+            siteinit.main(targets.settings(), name, records=DATA / "trixie")
     assert tree_listing(repo_copy) == before
     with pytest.raises(siteinit.SiteInitError, match="is not lower-case letters"):
-        siteinit.main("Trixie_Node", records=DATA / "trixie")
+        siteinit.main(targets.settings(), "Trixie_Node", records=DATA / "trixie")
 
 
 def test_a_failure_while_moving_into_place_leaves_nothing(trixie, repo_copy, monkeypatch):

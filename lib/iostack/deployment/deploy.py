@@ -25,6 +25,7 @@ from collections.abc import Callable
 from iostack.core import paths, phases, process, provenance
 from iostack.core.errors import Failed, IostackError
 from iostack.deployment import fdbconfig, lmodcache, releases, roots, sbom, stack
+from iostack.site.target import SpackEnv, Target
 from iostack.spack import config, runner
 
 
@@ -48,13 +49,13 @@ def install_meta_modules(root_dir):
 MODULE_CHAINS = pathlib.Path("etc") / "lmod" / "hierarchy.lua"
 
 
-def write_module_chains(root_dir: pathlib.Path, site: str) -> pathlib.Path:
+def write_module_chains(root_dir: pathlib.Path, env: SpackEnv) -> pathlib.Path:
     """<release>/etc/lmod/hierarchy.lua: for each package of the release's lock, the modules
     that load it on the tree Spack wrote, its compiler's and MPI's first (fdb sits under
     openmpi/<version>/Core). A meta-module loads what it needs through it, in the order a
     user would, so it loads on the deployed hierarchy (modulefiles/README.md)."""
     specs = stack.root_specs(json.loads((root_dir / releases.LOCK).read_text()),
-                             stack.core_compilers(site))
+                             stack.core_compilers(env))
     chains: dict[str, list[str]] = {}
     for spec in specs:      # a package built twice (Cray: CCE and GNU): the first key's
         chains.setdefault(spec.name, spec.modules_to_load())
@@ -69,14 +70,15 @@ def write_module_chains(root_dir: pathlib.Path, site: str) -> pathlib.Path:
     return out
 
 
-def render_fdb_config(root_dir, fdb_root=None):
+def render_fdb_config(root_dir, fdb_root=None, schema: pathlib.Path | None = None):
     """The FDB config openifs-env points FDB5_CONFIG_FILE at: root `fdb_root` (default
-    <root_dir>/var/fdb; a release's is the deployment's, as data outlive releases), schema
-    of the FDB in use (FDB5_SCHEMA, $FDB_ROOT/etc/fdb/schema or /etc/fdb/schema)."""
+    <root_dir>/var/fdb; a release's is the deployment's, as data outlive releases), the
+    node's FDB schema (/etc/fdb/schema: the MARS schema both FDBs of the stack read)."""
     out = root_dir / "etc" / "fdb5" / "config.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fdbconfig.write(fdb_root or root_dir / "var" / "fdb", out)
+        fdbconfig.write(fdb_root or root_dir / "var" / "fdb", out,
+                        schema or fdbconfig.find_schema({}))
     except FileNotFoundError:
         print("iostack: note: no FDB schema found, so no FDB config written; set FDB5_SCHEMA")
         return
@@ -93,14 +95,14 @@ def use_buildcache(root: pathlib.Path, cache_dir: pathlib.Path) -> None:
                          replace=False, written_by="`bin/iostack deploy --buildcache`")
 
 
-def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
+def write_spider_cache(target: Target, release: releases.Release) -> None:
     """The release's Lmod spider cache, and its module files, as users see them: with Core
     spelled <root>/current/modulefiles/Core (lib/iostack/deployment/lmodcache.py says why)."""
-    seen_as = root / releases.CURRENT / "modulefiles" / "Core"
+    seen_as = target.root / releases.CURRENT / "modulefiles" / "Core"
     try:
-        cache = lmodcache.generate(release.path, seen_as)
+        cache = lmodcache.generate(release.path, seen_as, target.settings.lmod_cmd)
         print(f"iostack: Lmod spider cache: {cache}")
-    except (FileNotFoundError, process.CommandFailed) as e:
+    except (FileNotFoundError, process.CommandFailed, lmodcache.UnknownLmod) as e:
         detail = getattr(e, "stderr", "") or str(e)
         print(f"iostack: note: no Lmod spider cache for release {release.id} (Lmod walks its "
               f"tree instead): {detail.strip().splitlines()[-1] if detail.strip() else e}")
@@ -112,85 +114,86 @@ def write_spider_cache(release: releases.Release, root: pathlib.Path) -> None:
 LOCK_COVERS_ALL = "No new specs to concretize"
 
 
-def write_sbom(release: releases.Release) -> None:
-    print(f"iostack: SBOM (CycloneDX 1.6): {sbom.write(release)}")
+def write_sbom(target: Target, release: releases.Release) -> None:
+    print(f"iostack: SBOM (CycloneDX 1.6): {sbom.write(target, release)}")
 
 
-def build(site: str, root: pathlib.Path, release: releases.Release,
+def build(target: Target, release: releases.Release,
           buildcache: pathlib.Path | None = None) -> None:
-    """Install the site's lock into the shared install tree and make the release's trees."""
-    rel = release.path
+    """Install the environment's lock into the shared install tree and make the release's
+    trees (`target` names the release)."""
+    rel, root, env = release.path, target.root, target.env
     timer = phases.Timer()
     with timer("concretize"):
-        concretized = runner.spack(["concretize"], root, site=site, release=rel, check=False,
-                                   capture=True, capture_stderr=True)
+        concretized = runner.spack(["concretize"], target, check=False, capture=True,
+                                   capture_stderr=True)
     print(concretized.stdout, end="")
     if concretized.returncode != 0:
-        raise Failed(f"concretizing site {site} failed: {runner.error_line(concretized.stderr)}")
+        raise Failed(f"concretizing {env} failed: {runner.error_line(concretized.stderr)}")
     if buildcache and LOCK_COVERS_ALL not in concretized.stdout:
         # what a build cache holds was built from the lock: a spec concretized now may be
         # in no cache, and the lock no longer says what the release is
-        raise Failed(f"site {site}'s spack.lock does not fix every spec of its spack.yaml, so "
+        raise Failed(f"{env}'s spack.lock does not fix every spec of its spack.yaml, so "
                      f"Spack concretized again; a deploy from a build cache installs the lock as "
-                     f"it is: `bin/iostack lock --update {site}`, commit, build and push again")
+                     f"it is: `bin/iostack lock --update {env}`, commit, build and push again")
     if buildcache:
         use_buildcache(root, buildcache)
         with timer("install"):
             try:
-                runner.checked(["install", "--fail-fast", "--use-buildcache", "only"], root,
-                               site=site, release=rel,
-                               what=f"installing site {site} from the build cache {buildcache}")
+                runner.checked(["install", "--fail-fast", "--use-buildcache", "only"], target,
+                               what=f"installing {env} from the build cache {buildcache}")
             finally:
                 # signature checks start one; no daemon outlives a deploy
-                runner.stop_gpg_agent(root)
+                runner.stop_gpg_agent(target.settings)
     else:
         with timer("fetch"):
-            fetch = runner.spack(["fetch", "--missing"], root, site=site, release=rel,
-                                 check=False, capture_stderr=True)
+            fetch = runner.spack(["fetch", "--missing"], target, check=False,
+                                 capture_stderr=True)
         # Spack fails the fetch of an environment whose specs are all installed (a release
         # of a lock an earlier release installed): nothing to fetch, go on
         if fetch.returncode and "No uninstalled specs" not in fetch.stderr:
-            raise Failed(f"fetching the sources of site {site} failed: "
+            raise Failed(f"fetching the sources of {env} failed: "
                          f"{runner.error_line(fetch.stderr)}")
         with timer("install"):
-            runner.checked(["install", "--fail-fast"], root, site=site, release=rel,
-                           what=f"installing site {site}")
+            runner.checked(["install", "--fail-fast"], target, what=f"installing {env}")
     with timer("modules"):
-        runner.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], root, site=site,
-                       release=rel, what="generating the Lmod tree")
+        runner.checked(["module", "lmod", "refresh", "--delete-tree", "-y"], target,
+                       what="generating the Lmod tree")
         install_meta_modules(rel)
-        write_module_chains(rel, site)
+        write_module_chains(rel, env)
         render_fdb_config(rel, root / "var" / "fdb")
     with timer("spider cache"):
-        write_spider_cache(release, root)
+        write_spider_cache(target, release)
     releases.record(release, modulefiles_sha256=releases.tree_digest(release.modulefiles))
     with timer("sbom"):
-        write_sbom(release)
+        write_sbom(target, release)
     releases.record(release, build_phases=timer.record())
 
 
-Regression = Callable[[pathlib.Path, list[str]], int]
+#: the regression of a release: (the target naming it, ReFrame session options) -> exit code
+Regression = Callable[[Target, list[str]], int]
 
 
-def deploy(site: str, root: pathlib.Path, buildcache: pathlib.Path | None = None,
+def deploy(target: Target, buildcache: pathlib.Path | None = None,
            regression: Regression | None = None, switch: bool = True) -> int:
-    """Build a release; run `regression(release dir, ReFrame session options)` on it; switch
-    `current` to it if that returned 0 (and `switch`). Returns the exit status."""
+    """Build a release of the target's environment in its root; run `regression` on it;
+    switch `current` to it if that returned 0 (and `switch`). Returns the exit status."""
+    root, env = target.root, target.env
     roots.require_writable(root)
-    print(f"iostack: deploying site {site} into {root}")
-    release = releases.create(root, site, provenance.git_commit(),
-                              paths.SPACK_ENV_SITES / site / releases.LOCK)
+    print(f"iostack: deploying {env} into {root}")
+    release = releases.create(root, env, provenance.git_commit(), env.committed_lock)
     print(f"iostack: release {release.id}: {release.path}")
+    target = target.with_release(release.path)
     with releases.building(release):
-        build(site, root, release, buildcache)
-    how_to_switch = f"bin/iostack switch --site {site} --root {root} {release.id}"
+        build(target, release, buildcache)
+    how_to_switch = f"bin/iostack switch --site {env.site} --root {root} {release.id}"
     if regression is None:
         releases.record(release, regression=releases.UNTESTED)
         print(f"iostack: release {release.id} built, regression skipped: not made current; "
               f"to use it untested: {how_to_switch} --force")
         return 0
     try:
-        rc = regression(release.path, releases.session_extras(release.path))
+        rc = regression(target, releases.session_extras(release.path))
     except BaseException as e:  # it could not run to its end (its error says why)
         releases.record(release, regression=releases.FAILED,
                         regression_rc=getattr(e, "exit_code", getattr(e, "code", None)))

@@ -13,13 +13,15 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+from collections.abc import Mapping
 import string
 import sys
 
 TEMPLATE = pathlib.Path(__file__).with_name("templates") / "fdb-config.yaml"
 
 
-def find_schema(environ=os.environ) -> pathlib.Path:
+def find_schema(environ: Mapping[str, str]) -> pathlib.Path:
+    """FDB5_SCHEMA, else $FDB_ROOT/etc/fdb/schema, else the node's /etc/fdb/schema."""
     candidates = []
     if environ.get("FDB5_SCHEMA"):
         candidates.append(pathlib.Path(environ["FDB5_SCHEMA"]))
@@ -36,9 +38,8 @@ def render(root: pathlib.Path, schema: pathlib.Path) -> str:
     return string.Template(TEMPLATE.read_text()).substitute(root=root, schema=schema)
 
 
-def write(root: pathlib.Path, out: pathlib.Path, schema: pathlib.Path | None = None) -> None:
-    """Create the FDB root and write its config to `out` (FileNotFoundError: no schema)."""
-    schema = schema or find_schema()
+def write(root: pathlib.Path, out: pathlib.Path, schema: pathlib.Path) -> None:
+    """Create the FDB root and write its config to `out`."""
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
     out.write_text(render(root, schema))
@@ -51,7 +52,7 @@ def main(argv=None) -> int:
     ap.add_argument("--schema", type=pathlib.Path)
     args = ap.parse_args(argv)
     try:
-        write(args.root, args.out, args.schema)
+        write(args.root, args.out, args.schema or find_schema(os.environ))
     except FileNotFoundError as e:
         print(f"fdbconfig: {e}", file=sys.stderr)
         return 2

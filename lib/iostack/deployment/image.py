@@ -48,6 +48,7 @@ import time
 from iostack.core import digest, filesystems, process
 from iostack.core.errors import Failed, IostackError
 from iostack.deployment import releases, sbom
+from iostack.site.target import Target
 
 IMAGES = "images"
 SUFFIX = ".squashfs"
@@ -86,11 +87,13 @@ def image_meta(release: releases.Release) -> bytes:
     return (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode()
 
 
-def install_prefixes(release: releases.Release, root: pathlib.Path) -> list[pathlib.Path]:
+def install_prefixes(release: releases.Release, target: Target) -> list[pathlib.Path]:
     """The release's install prefixes, as its SBOM names them (made now if the release
     predates SBOMs)."""
+    root = target.root
     doc_path = release.path / sbom.SBOM
-    doc = json.loads(doc_path.read_text()) if doc_path.is_file() else json.loads(sbom.generate(release))
+    doc = json.loads(doc_path.read_text()) if doc_path.is_file() else \
+        json.loads(sbom.generate(target, release))
     prefixes = []
     for component in doc.get("components", []):
         props = {p["name"]: p["value"] for p in component.get("properties", [])}
@@ -103,9 +106,10 @@ def install_prefixes(release: releases.Release, root: pathlib.Path) -> list[path
     return sorted(prefixes)
 
 
-def members(release: releases.Release, root: pathlib.Path) -> list[pathlib.Path]:
+def members(release: releases.Release, target: Target) -> list[pathlib.Path]:
     """Every path of the live tree the image holds (directories before their contents)."""
-    tops = [*install_prefixes(release, root)]
+    root = target.root
+    tops = [*install_prefixes(release, target)]
     if (root / "opt" / "bin" / "sbang").exists():
         tops.append(root / "opt" / "bin")
     tops += sorted(p for p in release.path.iterdir() if p.name not in RUN_STATE
@@ -146,8 +150,9 @@ def _info(arcname: str, st: os.stat_result | None, mtime: int) -> tarfile.TarInf
     return info
 
 
-def stream(release: releases.Release, root: pathlib.Path, out, mtime: int) -> None:
+def stream(release: releases.Release, target: Target, out, mtime: int) -> None:
     """The image's tree as a tar stream: parents first, sorted, owner root, one time."""
+    root = target.root
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         dirs_done: set[str] = set()
 
@@ -160,7 +165,7 @@ def stream(release: releases.Release, root: pathlib.Path, out, mtime: int) -> No
                     tar.addfile(info)
 
         seen_inodes: dict[tuple[int, int], str] = {}
-        for path in members(release, root):
+        for path in members(release, target):
             rel = path.relative_to(root)
             parents(rel)
             st = os.lstat(path)
@@ -209,7 +214,7 @@ def mksquashfs_command(out: pathlib.Path, mtime: int) -> list[str]:
 sha256 = digest.file_sha256
 
 
-def build(release: releases.Release, root: pathlib.Path, out: pathlib.Path | None = None,
+def build(release: releases.Release, target: Target, out: pathlib.Path | None = None,
           record: bool = True) -> tuple[pathlib.Path, str]:
     """Write the release's image (default <root>/images/<id>.squashfs) whole or not at all;
     returns (path, sha256) and records both in release.json."""
@@ -217,7 +222,7 @@ def build(release: releases.Release, root: pathlib.Path, out: pathlib.Path | Non
         raise ImageError(f"release {release.id} is still being built")
     if not (release.modulefiles / "Core").is_dir():
         raise ImageError(f"release {release.id} has no module tree ({release.modulefiles}/Core)")
-    out = out or default_path(root, release)
+    out = out or default_path(target.root, release)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
     mtime = epoch(release)
@@ -226,7 +231,7 @@ def build(release: releases.Release, root: pathlib.Path, out: pathlib.Path | Non
     with process.start(cmd, stdin=process.PIPE, stdout=process.PIPE, stderr=process.STDOUT,
                        env_remove=("SOURCE_DATE_EPOCH",)) as proc:
         try:
-            stream(release, root, proc.stdin, mtime)
+            stream(release, target, proc.stdin, mtime)
         except BrokenPipeError:
             pass
         except BaseException:

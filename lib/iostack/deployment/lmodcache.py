@@ -25,9 +25,16 @@ LMOD_LIBEXEC_DEFAULTS = ("/usr/share/lmod/lmod/libexec", "/opt/lmod/lmod/libexec
 UPDATE_SCRIPT = "update_lmod_system_cache_files"
 
 
-def libexec() -> pathlib.Path | None:
-    """Lmod's libexec directory: beside LMOD_CMD, else the Debian or source-install path."""
-    candidates = [pathlib.Path(os.environ["LMOD_CMD"]).parent] if os.environ.get("LMOD_CMD") else []
+#: Lmod releases whose spider cache (spiderT.lua) this module rewrites, as checked against a
+#: walk through `current` (tests/integration/test_releases_lmod.py): Debian 12's 8.6 and 13's
+#: 8.7. The cache's format is Lmod's own, not an interface: another release is refused.
+KNOWN_LMOD = ("8.6.", "8.7.")
+
+
+def libexec(lmod_cmd: str | None = None) -> pathlib.Path | None:
+    """Lmod's libexec directory: beside `lmod_cmd` (LMOD_CMD), else the Debian or
+    source-install path."""
+    candidates = [pathlib.Path(lmod_cmd).parent] if lmod_cmd else []
     candidates += [pathlib.Path(p) for p in LMOD_LIBEXEC_DEFAULTS]
     return next((c for c in candidates if (c / UPDATE_SCRIPT).is_file()), None)
 
@@ -41,8 +48,20 @@ def timestamp_file(tree: pathlib.Path) -> pathlib.Path:
 
 
 def lmod_variables() -> list[str]:
-    """The caller's loaded modules and Lmod settings, which the cache is made without."""
+    """The caller's loaded modules and Lmod settings, which the cache is made without (the
+    child's environment, not configuration of iostack's)."""
     return [k for k in os.environ if k.startswith(("LMOD", "MODULE", "_ModuleTable", "__LMOD"))]
+
+
+def lmod_version(lmod: pathlib.Path) -> str:
+    """Lmod's version as `lmod --version` says it (`Version 8.6.19`), "" if it says none."""
+    out = process.capture([lmod / "lmod", "--version"], env_remove=lmod_variables())
+    m = re.search(r"Version (\d+\.\d+\.\d+)", out.stdout + out.stderr)
+    return m.group(1) if m else ""
+
+
+class UnknownLmod(RuntimeError):
+    """An Lmod whose spider cache format this module was not checked against."""
 
 
 def present_as(tree: pathlib.Path, seen_as: pathlib.Path) -> list[pathlib.Path]:
@@ -66,14 +85,21 @@ def present_as(tree: pathlib.Path, seen_as: pathlib.Path) -> list[pathlib.Path]:
     return changed
 
 
-def generate(tree: pathlib.Path, seen_as: pathlib.Path) -> pathlib.Path:
+def generate(tree: pathlib.Path, seen_as: pathlib.Path,
+             lmod_cmd: str | None = None) -> pathlib.Path:
     """Write the spider cache of `tree`/modulefiles/Core into `tree`/lmod, keyed by
     `seen_as` (the Core directory as users' MODULEPATH names it). Returns the cache dir.
-    Then `present_as` makes the module files say the same."""
-    lmod = libexec()
+    Then `present_as` makes the module files say the same. UnknownLmod for an Lmod not in
+    KNOWN_LMOD (nothing written)."""
+    lmod = libexec(lmod_cmd)
     if lmod is None:
         raise FileNotFoundError(f"{UPDATE_SCRIPT} not found in {', '.join(LMOD_LIBEXEC_DEFAULTS)} "
                                 "or beside LMOD_CMD")
+    version = lmod_version(lmod)
+    if not version.startswith(KNOWN_LMOD):
+        raise UnknownLmod(f"Lmod {version or '(no version)'} at {lmod}: its spider cache format "
+                          f"is checked for Lmod {', '.join(v + 'x' for v in KNOWN_LMOD)} only "
+                          "(lib/iostack/deployment/lmodcache.py KNOWN_LMOD)")
     core = tree / "modulefiles" / "Core"
     cache = cache_dir(tree)
     process.capture([lmod / UPDATE_SCRIPT, "-d", cache, "-t", timestamp_file(tree), core],

@@ -4,7 +4,8 @@ its regression on it, and only then moves `current` to it, in one rename. Users 
 
     <root>/opt/                  Spack's install tree, shared by every release
     <root>/releases/<id>/        one release, never changed once built:
-        release.json             id, site, commit, lock sha256, date, regression verdict
+        release.json             id, site, Spack environment, commit, lock sha256, date,
+                                 regression verdict
         spack.lock               the lock it was built from (the checkout's, byte for byte)
         spack-env/               the Spack environment it was concretized and installed in
         modulefiles/             its Lmod tree (Spack's modules and the meta-modules)
@@ -37,6 +38,7 @@ import time
 from iostack.core import digest
 from iostack.core.errors import Failed
 from iostack.deployment.layout import CURRENT, LOCK, META, RELEASES, is_release
+from iostack.site.target import SpackEnv, Target
 
 HISTORY = "switches.log"
 
@@ -73,9 +75,19 @@ class Release:
     def modulefiles(self) -> pathlib.Path:
         return self.path / "modulefiles"
 
-    def env_dir(self, site: str) -> pathlib.Path:
+    @property
+    def spack_env(self) -> SpackEnv:
+        """The Spack environment it was built from (releases made before release.json had
+        `env` named it `site`)."""
+        return SpackEnv.parse(self.meta.get("env") or self.meta.get("site", ""))
+
+    @property
+    def site(self) -> str:
+        return self.spack_env.site
+
+    def env_dir(self) -> pathlib.Path:
         """The Spack environment the release was built in."""
-        return self.path / "spack-env" / "sites" / site
+        return self.path / "spack-env" / "sites" / self.spack_env.name
 
     def in_progress(self) -> bool:
         """Still being built by a live deploy on this host."""
@@ -134,8 +146,9 @@ def locked(root: pathlib.Path):
         yield
 
 
-def create(root: pathlib.Path, site: str, commit: str, lock: pathlib.Path) -> Release:
-    """A new, empty release named by now, the commit and the lock; its lock copied in."""
+def create(root: pathlib.Path, env: SpackEnv, commit: str, lock: pathlib.Path) -> Release:
+    """A new, empty release of `env` named by now, the commit and the lock; its lock copied
+    in."""
     lock_bytes = lock.read_bytes() if lock.is_file() else b""
     lock_sha256 = hashlib.sha256(lock_bytes).hexdigest() if lock_bytes else "none"
     releases_dir(root).mkdir(parents=True, exist_ok=True)
@@ -150,7 +163,8 @@ def create(root: pathlib.Path, site: str, commit: str, lock: pathlib.Path) -> Re
         if lock_bytes:
             (path / LOCK).write_bytes(lock_bytes)
         release = Release(path, {})
-        record(release, id=path.name, site=site, commit=commit, spack_lock_sha256=lock_sha256,
+        record(release, id=path.name, site=env.site, env=env.name, commit=commit,
+               spack_lock_sha256=lock_sha256,
                created=now.strftime("%Y-%m-%dT%H:%M:%SZ"), regression=BUILDING,
                host=socket.gethostname(), pid=os.getpid())
     return release
@@ -291,17 +305,18 @@ def remove(releases: list[Release]) -> None:
         shutil.rmtree(doomed)
 
 
-def collect_garbage(root: pathlib.Path, kept: list[Release]) -> None:
+def collect_garbage(target: Target, kept: list[Release]) -> None:
     """Uninstall what no remaining release's environment needs, with Spack's own `spack gc`
     (link and run dependencies of their roots, and build dependencies of roots, stay)."""
     from iostack.spack import runner
 
+    root = target.root
     building = [r.id for r in listing(root) if r.in_progress()]
     if building:
         print(f"iostack: note: installs left alone: release {', '.join(building)} is being "
               "built, and its installs are not yet in any environment; prune again later")
         return
-    envs = [r.env_dir(r.meta.get("site", "")) for r in kept]
+    envs = [r.env_dir() for r in kept]
     envs = [e for e in envs if (e / "spack.lock").is_file()]
     # the checkout's copy `bin/iostack spack` works in: what it names stays too
     envs += [e for e in sorted((root / "spack-env" / "sites").glob("*")) if (e / "spack.lock").is_file()]
@@ -310,20 +325,22 @@ def collect_garbage(root: pathlib.Path, kept: list[Release]) -> None:
         return
     # the first environment is active for its configuration only (the install tree is
     # <root>/opt there, not Spack's default); with -e given, gc keeps what they all need
-    runner.checked(["-e", envs[0], "gc", "-y", "-b", *[a for e in envs for a in ("-e", e)]], root,
-                  what="removing the installs no remaining release uses")
+    runner.checked(["-e", envs[0], "gc", "-y", "-b", *[a for e in envs for a in ("-e", e)]],
+                   target.with_release(None), in_env=False,
+                   what="removing the installs no remaining release uses")
 
 
-def prune(root: pathlib.Path, keep: int, dry_run: bool = False,
+def prune(target: Target, keep: int, dry_run: bool = False,
           garbage: bool = True) -> tuple[list[str], list[str]]:
     """Remove all but the `keep` newest releases (see plan_prune), then the installs only
     they used. Returns (removed ids, kept ids)."""
+    root = target.root
     with locked(root):
         gone, kept = plan_prune(root, keep)
         if not dry_run:
             remove(gone)
             if garbage and gone:
-                collect_garbage(root, kept)
+                collect_garbage(target, kept)
     return [r.id for r in gone], [r.id for r in kept]
 
 

@@ -4,13 +4,12 @@ commands that write (deploy, nightly) need a root they can write, reading comman
 from __future__ import annotations
 
 import errno
-import os
 import pathlib
 import tempfile
 
 from iostack.core import filesystems
 from iostack.core.errors import Failed, IostackError
-from iostack.deployment import layout
+from iostack.site.target import Target
 
 
 def require_writable(root: pathlib.Path, subdir: str = "") -> pathlib.Path:
@@ -32,12 +31,13 @@ def require_writable(root: pathlib.Path, subdir: str = "") -> pathlib.Path:
     return path
 
 
-def require_results(root: pathlib.Path, site: str) -> pathlib.Path:
+def require_results(target: Target) -> pathlib.Path:
     """The results DB a reading command reads, which must exist already."""
-    db = layout.results_db(root)
+    db = target.results_db
     if db.is_file():
         return db
-    where = ("set by RFM_SQLITE_DB_FILE" if os.environ.get("RFM_SQLITE_DB_FILE")
+    root = target.root
+    where = ("set by RFM_SQLITE_DB_FILE" if target.settings.results_db
              else f"deployment root {root}" + (" exists" if root.is_dir() else " does not exist"))
     raise Failed(f"no results DB at {db} ({where}): check --root / IOSTACK_ROOT, or run "
-                 f"`bin/iostack nightly --site {site}` first")
+                 f"`bin/iostack nightly --site {target.site}` first")

@@ -29,9 +29,11 @@ import pathlib
 import shutil
 import uuid
 
-from iostack.core import paths, process
+from iostack.core import process
 from iostack.core.errors import Failed
-from iostack.deployment import layout, releases
+from iostack.core.settings import Settings
+from iostack.deployment import releases
+from iostack.site.target import Target
 
 SBOM = "sbom.cdx.json"
 SPACK_SCRIPT = pathlib.Path(__file__).with_name("sbom_spack.py")
@@ -46,18 +48,17 @@ class SbomError(Failed):
 
 # --- what Spack and dpkg know ------------------------------------------------------------
 
-def spack_facts(release: releases.Release) -> dict:
+def spack_facts(target: Target, release: releases.Release) -> dict:
     """sbom_spack.py's JSON, run in the release's own environment (as built: never
     refreshed from the checkout)."""
     from iostack.spack import runner
 
-    site = release.meta.get("site", "")
-    env_dir = release.env_dir(site)
+    env_dir = release.env_dir()
     if not (env_dir / releases.LOCK).is_file():
         raise SbomError(f"release {release.id} has no concretized environment ({env_dir}/"
                         f"{releases.LOCK})")
-    proc = runner.spack(["-e", env_dir, "python", SPACK_SCRIPT], layout.deployment_of(release.path),
-                        release=release.path, capture=True, check=False, capture_stderr=True)
+    proc = runner.spack(["-e", env_dir, "python", SPACK_SCRIPT], target.with_release(release.path),
+                        in_env=False, capture=True, check=False, capture_stderr=True)
     if proc.returncode != 0:
         raise SbomError(f"reading the specs of release {release.id} through Spack failed: "
                         f"{runner.error_line(proc.stderr)}")
@@ -252,32 +253,33 @@ def render(bom) -> str:
     return text + "\n"
 
 
-def spack_version() -> str:
+def spack_version(settings: Settings) -> str:
     """The running Spack's version, as it says it (`spack --version`)."""
     from iostack.spack import runner
 
     try:
-        env = runner.environment(paths.cache() / "spack-state")
+        env = runner.environment(settings, settings.scratch_spack_root)
     except runner.SpackMissing:
         return ""
-    proc = process.capture([runner.spack_bin(), "--version"], env_extra=env)
+    proc = process.capture([runner.spack_bin(settings), "--version"], env_extra=env)
     return proc.stdout.split()[0] if proc.returncode == 0 and proc.stdout.strip() else ""
 
 
-def generate(release: releases.Release) -> str:
+def generate(target: Target, release: releases.Release) -> str:
     try:
         import cyclonedx  # noqa: F401
     except ImportError as e:
         raise SbomError(f"the CycloneDX library is missing from the venv ({e.name}): run "
                         "bin/iostack setup (requirements.txt)") from None
-    return render(document(release, spack_facts(release), spack_version()))
+    return render(document(release, spack_facts(target, release),
+                           spack_version(target.settings)))
 
 
-def write(release: releases.Release) -> pathlib.Path:
+def write(target: Target, release: releases.Release) -> pathlib.Path:
     """<release>/sbom.cdx.json, named in release.json with its sha256."""
     import hashlib
 
-    text = generate(release)
+    text = generate(target, release)
     out = release.path / SBOM
     tmp = out.with_name(f".{SBOM}.{os.getpid()}.tmp")
     tmp.write_text(text)

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import pathlib
 
-from iostack.core import paths
-from iostack.deployment import layout
-
-SITES = paths.SPACK_ENV_SITES
+from iostack.site.target import SpackEnv
 
 # Virtual dependencies whose provider's module must be loaded first (Lmod hierarchy:
 # spack-env/common/modules.yaml puts MPI-dependent packages under their MPI).
@@ -54,15 +50,6 @@ class RootSpec:
         if self.external_modules:
             return list(self.external_modules)
         return list(self.hierarchy) + [self.module]
-
-
-def lock_path(site: str) -> pathlib.Path:
-    """The site's committed spack.lock; in a release's regression (IOSTACK_ROOT is the
-    release, lib/iostack/deployment/releases.py) the lock that release was built from."""
-    tree = pathlib.Path(os.environ.get("IOSTACK_ROOT") or "/")
-    if layout.is_release(tree) and (tree / layout.LOCK).is_file():
-        return tree / layout.LOCK
-    return SITES / site / "spack.lock"
 
 
 def _providers(spec: dict, specs: dict, virtuals, transitive: bool = False) -> list[dict]:
@@ -127,20 +114,20 @@ def root_specs(lock: dict, core_compilers=()) -> list[RootSpec]:
     return sorted((RootSpec(**r) for r in roots), key=lambda r: r.key)
 
 
-def core_compilers(site: str) -> tuple[str, ...]:
+def core_compilers(env: SpackEnv) -> tuple[str, ...]:
     """The `modules: default: lmod: core_compilers` of a site's environment
     (spack-env/sites/<site>), from the modules.yaml its spack.yaml includes: an environment
     of a site (local/nwp) includes the site's ../modules.yaml. The first include that sets
     them wins, as Spack gives an earlier include precedence."""
     import yaml
 
-    env = SITES / site
-    manifest = env / "spack.yaml"
+    directory = env.directory
+    manifest = directory / "spack.yaml"
     spack = (yaml.safe_load(manifest.read_text()) or {}).get("spack") or {} \
         if manifest.is_file() else {}
     includes = [i.get("path") if isinstance(i, dict) else i for i in spack.get("include") or []]
     for include in [i for i in includes if i and i.endswith("modules.yaml")] or ["modules.yaml"]:
-        path = env / include
+        path = directory / include
         if not path.is_file():
             continue
         data = yaml.safe_load(path.read_text()) or {}
@@ -150,9 +137,10 @@ def core_compilers(site: str) -> tuple[str, ...]:
     return ()
 
 
-def site_roots(site: str) -> list[RootSpec]:
-    """The root specs of a site's committed lock ([] if the site has none yet)."""
-    path = lock_path(site)
+def roots_of(env: SpackEnv, lock: pathlib.Path | None = None) -> list[RootSpec]:
+    """The root specs of an environment's lock (`lock`: a release's copy; default the
+    committed one), [] if it has none yet."""
+    path = lock or env.committed_lock
     if not path.is_file():
         return []
-    return root_specs(json.loads(path.read_text()), core_compilers(site))
+    return root_specs(json.loads(path.read_text()), core_compilers(env))

@@ -29,6 +29,7 @@ import tarfile
 from iostack.core import archives, digest, paths, pins, provenance
 from iostack.core.errors import IostackError
 from iostack.core.process import capture, run
+from iostack.site.target import Target
 from iostack.spack import config
 
 SUMS = "SHA256SUMS"
@@ -221,13 +222,14 @@ def carry_sbom(root: pathlib.Path, dest: pathlib.Path) -> None:
     shutil.copy2(doc, dest / f"{current}.cdx.json")
 
 
-def write(site: str, root: pathlib.Path, out: pathlib.Path,
+def write(target: Target, out: pathlib.Path,
           buildcache: pathlib.Path | None = None) -> pathlib.Path:
     """One tar file, iostack-bundle-<site>/ inside, laid out as the module docstring says."""
     import sys
 
     from iostack.spack import mirrors, runner
 
+    site, root, settings = target.site, target.root, target.settings
     commit = provenance.head_commit()
     if not commit:
         raise BundleError("bundle needs the repository as a git checkout")
@@ -245,12 +247,12 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
 
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         extract(tar, top / "iostack")
-    spack_root, spack_packages = runner.locate()
-    _archive(pins.SPACK, paths.cache(), spack_root, top)
-    _archive(pins.SPACK_PACKAGES, paths.cache(), spack_packages, top)
-    mirrors.create_source_mirror(site, root, top / "mirror")
+    spack_root, spack_packages = runner.locate(settings)
+    _archive(pins.SPACK, settings.cache, spack_root, top)
+    _archive(pins.SPACK_PACKAGES, settings.cache, spack_packages, top)
+    mirrors.create_source_mirror(target, top / "mirror")
     if buildcache is None:
-        buildcache = mirrors.push(site, root, root / "buildcache")
+        buildcache = mirrors.push(target, root / "buildcache")
     shutil.copytree(buildcache, top / "buildcache")
     # wheels, not sdists: an sdist needs its build requirements (setuptools, ...) at
     # install time, and the air-gapped node has only what the bundle holds

@@ -12,11 +12,13 @@ import sys
 
 from iostack.core import paths, pins
 from iostack.core.process import CommandFailed, capture, run
+from iostack.core.settings import Settings
 from iostack.offline import bundle
 from iostack.site.packages import (OS_RELEASE, PURPOSES, SYSTEM_PACKAGES,  # noqa: F401
                                    SetupRefused, apt_packages, debian_release, known_releases,
                                    missing_apt_packages, os_release)
 from iostack.site.packages import table as _table  # noqa: F401
+from iostack.site.target import SpackEnv, Target
 from iostack.spack import runner
 
 REQUIREMENTS = {"deploy": paths.REPO / "requirements.txt",
@@ -86,7 +88,8 @@ def checked(step: str, cmd, **kwargs):
         raise SetupRefused(explain(step, e.stderr or "")) from None
 
 
-def system_packages(skip_apt: bool, purposes=("deploy",), os_release_file: pathlib.Path = OS_RELEASE):
+def system_packages(skip_apt: bool, purposes=("deploy",), os_release_file: pathlib.Path = OS_RELEASE,
+                    lock_timeout: int = 120):
     if skip_apt and not shutil.which("dpkg-query"):
         print("iostack: --skip-apt: the system packages are not checked")
         return
@@ -116,7 +119,7 @@ def system_packages(skip_apt: bool, purposes=("deploy",), os_release_file: pathl
         raise SetupRefused(f"{len(missing)} system packages missing (set-up needs root for apt)")
     env = {"DEBIAN_FRONTEND": "noninteractive"}
     # apt waits this long for another apt or unattended-upgrades before giving up
-    wait = ["-o", f"DPkg::Lock::Timeout={int(os.environ.get('IOSTACK_APT_LOCK_TIMEOUT', '120'))}"]
+    wait = ["-o", f"DPkg::Lock::Timeout={lock_timeout}"]
     for cmd in add_arch:
         checked("dpkg --add-architecture", cmd)
     # --error-on=any: a source that failed to download fails the update (apt-get update
@@ -136,10 +139,10 @@ def system_python():
     raise SetupRefused("Python 3.11 or newer is needed (ansible-core 2.19), as /usr/bin/python3")
 
 
-def python_tools(purposes=("deploy",), wheels: pathlib.Path | None = None):
+def python_tools(settings: Settings, purposes=("deploy",), wheels: pathlib.Path | None = None):
     """The venv with the requirements of `purposes`; from a bundle's wheelhouse when given
     (no index)."""
-    venv = paths.venv()
+    venv = settings.venv
     python = venv / "bin" / "python"
     if not python.exists():
         base = system_python()
@@ -210,9 +213,9 @@ def _clone(pin: dict, dest: pathlib.Path):
     partial.rename(dest)
 
 
-def spack_from_bundle(source: pathlib.Path):
+def spack_from_bundle(settings: Settings, source: pathlib.Path):
     """Verify an offline bundle, unpack its Spack and spack-packages, register its mirrors."""
-    cache = paths.cache()
+    cache = settings.cache
     try:
         bundle.unpack(source / pins.SPACK["archive"], cache / "spack", pins.SPACK)
         bundle.unpack(source / pins.SPACK_PACKAGES["archive"], cache / "spack-packages",
@@ -223,13 +226,13 @@ def spack_from_bundle(source: pathlib.Path):
         raise SetupRefused(str(e)) from None
     if (source / "buildcache").is_dir():
         try:
-            runner.trust_buildcache_keys(cache / "mirrors" / "buildcache")
+            runner.trust_buildcache_keys(settings, cache / "mirrors" / "buildcache")
         except CommandFailed as e:
             raise SetupRefused(f"could not trust the bundle's build cache keys: {e}") from None
-    complete_source_mirror(cache / "mirrors" / "source")
+    complete_source_mirror(settings, cache / "mirrors" / "source")
 
 
-def complete_source_mirror(mirror: pathlib.Path, site: str = "local"):
+def complete_source_mirror(settings: Settings, mirror: pathlib.Path, site: str = "local"):
     """A bundle's mirror may lack sources that a recipe takes from a package registry
     (metkit's configuration files come from PyPI): add what the default site's lock needs,
     while the registries set-up uses are reachable. Sources already there are kept."""
@@ -237,26 +240,26 @@ def complete_source_mirror(mirror: pathlib.Path, site: str = "local"):
 
     with tempfile.TemporaryDirectory(prefix="iostack-setup-") as tmp:
         proc = runner.spack(["mirror", "create", "--directory", mirror, "--all"],
-                           pathlib.Path(tmp), site=site, check=False, capture_stderr=True)
+                            Target(settings, SpackEnv(site), pathlib.Path(tmp)), check=False,
+                            capture_stderr=True)
     if proc.returncode != 0:
         print(f"iostack: note: the offline mirror lacks sources of site {site} that could not "
               f"be fetched here ({runner.error_line(proc.stderr)}); `deploy --site {site}` "
               "will need them")
 
 
-def spack_checkout(source_bundle: pathlib.Path | None):
+def spack_checkout(settings: Settings, source_bundle: pathlib.Path | None):
     if source_bundle:
-        spack_from_bundle(source_bundle)
-    elif os.environ.get("SPACK_ROOT"):
-        print(f"iostack: using SPACK_ROOT={os.environ['SPACK_ROOT']}")
+        spack_from_bundle(settings, source_bundle)
+    elif settings.spack_root:
+        print(f"iostack: using SPACK_ROOT={settings.spack_root}")
     else:
-        cache = paths.cache()
-        _clone(pins.SPACK, cache / "spack")
-        if not os.environ.get("IOSTACK_SPACK_PACKAGES"):
-            _clone(pins.SPACK_PACKAGES, cache / "spack-packages")
+        _clone(pins.SPACK, settings.cache / "spack")
+        if not settings.spack_packages:
+            _clone(pins.SPACK_PACKAGES, settings.cache / "spack-packages")
     try:
-        root, pkgs = runner.locate()
-        ver = runner.version(root)
+        root, pkgs = runner.locate(settings)
+        ver = runner.version(settings, root)
     except runner.SpackMissing as e:
         raise SetupRefused(str(e)) from None
     if ver < pins.SPACK_MIN_VERSION:
@@ -265,10 +268,10 @@ def spack_checkout(source_bundle: pathlib.Path | None):
     print(f"iostack: Spack {ver[0]}.{ver[1]} at {root}, builtin repo at {pkgs}")
 
 
-def bundle_given(args) -> pathlib.Path | None:
+def bundle_given(settings: Settings, args) -> pathlib.Path | None:
     """The offline bundle named by --spack-bundle or IOSTACK_SPACK_BUNDLE, verified: a
     damaged bundle is refused before anything on the node changes."""
-    given = getattr(args, "spack_bundle", None) or os.environ.get("IOSTACK_SPACK_BUNDLE")
+    given = getattr(args, "spack_bundle", None) or settings.spack_bundle
     if not given:
         return None
     source = pathlib.Path(given).resolve()
@@ -282,19 +285,19 @@ def bundle_given(args) -> pathlib.Path | None:
     return source
 
 
-def main(args):
+def main(settings: Settings, args):
     purposes = ("deploy", *args.with_)
-    source_bundle = bundle_given(args)
-    system_packages(args.skip_apt, purposes)
+    source_bundle = bundle_given(settings, args)
+    system_packages(args.skip_apt, purposes, lock_timeout=settings.apt_lock_timeout)
     wheels = source_bundle / "wheels" if source_bundle and (source_bundle / "wheels").is_dir() else None
-    python_tools(purposes, wheels)
-    spack_checkout(source_bundle)
+    python_tools(settings, purposes, wheels)
+    spack_checkout(settings, source_bundle)
     print("iostack: set-up done. Test with: bin/iostack test")
     return 0
 
 
-def for_tests(skip_apt: bool = False):
+def for_tests(settings: Settings, skip_apt: bool = False):
     """What `bin/iostack test` needs beyond set-up: every purpose's system packages and the
     test suite's Python tools."""
-    system_packages(skip_apt, PURPOSES)
-    python_tools(PURPOSES)
+    system_packages(skip_apt, PURPOSES, lock_timeout=settings.apt_lock_timeout)
+    python_tools(settings, PURPOSES)

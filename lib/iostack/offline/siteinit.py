@@ -39,6 +39,7 @@ from typing import Any
 
 from iostack.core import filesystems, paths
 from iostack.core.errors import Failed, IostackError
+from iostack.core.settings import Settings
 from iostack.core.process import capture, run
 from iostack.site import facts as sites
 from iostack.site import packages as syspkgs
@@ -181,17 +182,18 @@ def _captured(cmd, what: str, env_extra=None) -> str:
     return proc.stdout
 
 
-def _spack(args, what: str) -> str:
+def _spack(settings: Settings, args, what: str) -> str:
     # Spack's caches (its repository index) stay between runs, as for set-up's key trust
-    env = runner.environment(paths.cache() / "spack-state")
-    return _captured([runner.spack_bin(), *args], what, env)
+    env = runner.environment(settings, settings.scratch_spack_root)
+    return _captured([runner.spack_bin(settings), *args], what, env)
 
 
-def detect_spack(scratch: pathlib.Path) -> str:
+def detect_spack(settings: Settings, scratch: pathlib.Path) -> str:
     env = ["-e", _spack_scratch_env(scratch)]
-    _spack([*env, "compiler", "find"], "spack compiler find")
-    _spack([*env, "external", "find", "--not-buildable", *STACK_EXTERNALS], "spack external find")
-    return _spack([*env, "node-facts"], "spack node-facts (what Spack detected)")
+    _spack(settings, [*env, "compiler", "find"], "spack compiler find")
+    _spack(settings, [*env, "external", "find", "--not-buildable", *STACK_EXTERNALS],
+           "spack external find")
+    return _spack(settings, [*env, "node-facts"], "spack node-facts (what Spack detected)")
 
 
 def detect_dpkg(detected: dict) -> str:
@@ -206,8 +208,8 @@ def detect_dpkg(detected: dict) -> str:
     return capture(["dpkg", "-S", *sorted(files)]).stdout
 
 
-def detect_topology(scratch: pathlib.Path) -> str:
-    reframe = paths.venv() / "bin" / "reframe"
+def detect_topology(settings: Settings, scratch: pathlib.Path) -> str:
+    reframe = settings.venv / "bin" / "reframe"
     if not reframe.exists():
         raise SiteInitError("ReFrame not found in the venv: run bin/iostack setup")
     out = scratch / "topology.json"
@@ -247,14 +249,14 @@ def detect_node() -> str:
     }, indent=1) + "\n"
 
 
-def detect(name: str) -> Findings:
+def detect(settings: Settings, name: str) -> Findings:
     """Run every detection on this node."""
     with tempfile.TemporaryDirectory(prefix=f"iostack-site-init-{name}-") as tmp:
         scratch = pathlib.Path(tmp)
         records = {"node.json": detect_node()}
-        records["spack-detect.json"] = detect_spack(scratch)
+        records["spack-detect.json"] = detect_spack(settings, scratch)
         records["dpkg-S.txt"] = detect_dpkg(json.loads(records["spack-detect.json"]))
-        records["topology.json"] = detect_topology(scratch)
+        records["topology.json"] = detect_topology(settings, scratch)
         records.update(detect_slurm())
     return Findings(name, records)
 
@@ -640,7 +642,7 @@ def write(findings: Findings, files: dict[str, str]) -> list[str]:
         sites.load.cache_clear()
 
 
-def main(name: str, dry_run: bool = False, record: pathlib.Path | None = None,
+def main(settings: Settings, name: str, dry_run: bool = False, record: pathlib.Path | None = None,
          records: pathlib.Path | None = None, description: str | None = None) -> int:
     """Detect (or read `records`), show what was found, write the site."""
     where = taken(name)
@@ -652,8 +654,8 @@ def main(name: str, dry_run: bool = False, record: pathlib.Path | None = None,
         if missing:
             raise SiteInitError(f"{records} lacks {', '.join(missing)}: nothing written")
     else:
-        runner.locate()     # SpackMissing says how to provide it
-        findings = detect(name)
+        runner.locate(settings)     # SpackMissing says how to provide it
+        findings = detect(settings, name)
     if record:
         findings.write_records(record)
         print(f"iostack: what the tools printed is in {record}")

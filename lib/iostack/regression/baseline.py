@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from iostack.core.errors import Failed
 from iostack.regression import gates, references, results
+from iostack.site.target import Target
 
 
 def _only_without_baseline(tc: dict) -> bool:
@@ -120,7 +121,7 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
             usable = tc.get("result") == "pass" or _only_without_baseline(tc)
             if tc["system"] != system or (checks and check not in checks) or not usable:
                 continue
-            path = refs_dir / references.references_file(tc["filename"]).name
+            path = references.references_file(tc["filename"], refs_dir)
             if not path.is_file():
                 if check not in without_file:
                     print(f"iostack: {check}: no {path}, its check keeps no references; skipped")
@@ -169,9 +170,12 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     return written
 
 
-def main(site: str, system: str, root: pathlib.Path, checks=(), session_uuids=(),
-         refs_dir=None, lower=None, upper=None, count: int = 1) -> int:
-    sessions = choose_sessions(results.stored_sessions(system, root), system, session_uuids,
+def main(target: Target, checks=(), session_uuids=(), refs_dir=None, lower=None, upper=None,
+         count: int = 1) -> int:
+    """Record the chosen sessions' values into `refs_dir` (default the settings')."""
+    system = target.reframe_system
+    refs_dir = refs_dir or target.settings.references
+    sessions = choose_sessions(results.stored_sessions(target), system, session_uuids,
                                count, checks)
     names = [s["session_info"].get("uuid", "?") for s in sessions]
     uuids = ", ".join(names) if len(names) <= 3 else \

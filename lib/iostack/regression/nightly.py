@@ -34,9 +34,10 @@ from typing import NamedTuple
 
 from iostack.core import filesystems, paths, provenance, runlock
 from iostack.core.errors import IostackError
-from iostack.deployment import layout, roots, stack
+from iostack.deployment import roots
 from iostack.regression import gates, references, reframe, results
 from iostack.site import facts, packages
+from iostack.site.target import Target
 
 RC_NO_TESTS = 3
 RC_NOT_STORED = 4
@@ -71,13 +72,14 @@ WHERE_MODES = ("reframe-tests/config/iostack.py `modes` (their checks and bounds
                "lib/iostack/regression/nightly.py MODES)")
 
 
-def spack_lock_sha256(site: str) -> str:
-    lock = stack.lock_path(site)
+def spack_lock_sha256(target: Target) -> str:
+    lock = target.lock
     return hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else "none"
 
 
-def session_extras(site: str) -> dict[str, str]:
-    return {"site": site, "commit": provenance.git_commit(), "spack_lock_sha256": spack_lock_sha256(site)}
+def session_extras(target: Target) -> dict[str, str]:
+    return {"site": target.site, "commit": provenance.git_commit(),
+            "spack_lock_sha256": spack_lock_sha256(target)}
 
 
 def mode_of(name: str) -> Mode:
@@ -104,14 +106,16 @@ def _no_baseline_hints(report: dict, site: str) -> list[str]:
     return sorted(set(hints))
 
 
-def history_regressions(report: dict, system: str, root: pathlib.Path) -> list[str]:
+def history_regressions(report: dict, target: Target) -> list[str]:
     """One line per gated figure of tonight's cases whose last nights regressed against the
     nights before them (iostack.regression.gates.history_verdict), from the results DB."""
+    system = target.reframe_system
+    refs = target.settings.references
     wanted: dict[tuple, dict[str, tuple[bool, float]]] = {}
     for tc in results.last_attempts(report).values():
         if tc.get("system") != system or not tc.get("filename") or not tc.get("perfvalues"):
             continue
-        section = references.load(references.references_file(tc["filename"])).get(
+        section = references.load(references.references_file(tc["filename"], refs)).get(
             results.check_of(tc))
         if not section:
             continue
@@ -128,7 +132,7 @@ def history_regressions(report: dict, system: str, root: pathlib.Path) -> list[s
                     references.recorded_since(recorded.get(var)))
     if not wanted:
         return []
-    sessions = results.stored_sessions(system, root)
+    sessions = results.stored_sessions(target)
     lines = []
     for case, variables in sorted(wanted.items()):
         for var, (lower_is_worse, since) in sorted(variables.items()):
@@ -140,9 +144,10 @@ def history_regressions(report: dict, system: str, root: pathlib.Path) -> list[s
     return lines
 
 
-def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
+def preflight(target: Target, mode: str) -> None:
     """ReFrame knows the system and the mode, and every check the mode must run loads."""
-    listing = reframe.list_checks(system, root, mode)
+    site, system = target.site, target.reframe_system
+    listing = reframe.list_checks(target, mode)
     config = paths.REFRAME_CONFIG.relative_to(paths.REPO)
     if "requested system" in listing.error:
         known = ", ".join(facts.reframe_systems())
@@ -164,16 +169,16 @@ def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
                            "lib/iostack/regression/nightly.py MODES; nothing was run")
 
 
-def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, system: str,
-            root: pathlib.Path, mode: str, extra) -> int:
+def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, target: Target, mode: str,
+            extra) -> int:
     """The run's exit code, with one line saying what is wrong when it is not ReFrame's."""
-    state = reframe.state_dir(root)
+    site, system, state, db = target.site, target.reframe_system, target.state_dir, target.results_db
     if outcome.timed_out:
         print(f"iostack: error: mode {mode} ran out of its wall-clock bound "
               f"({_duration(MODES[mode].wall_clock_seconds)}, lib/iostack/regression/nightly.py MODES): "
               "ReFrame was interrupted and its jobs cancelled; the session is not stored")
         return RC_TIME_UP
-    full = filesystems.full(state) or filesystems.full(layout.results_db(root))
+    full = filesystems.full(state) or filesystems.full(db)
     report = results.read_report(report_path) if report_path.is_file() else None
     if report is None:
         if full:
@@ -200,15 +205,15 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, site: str, syst
         print(f"iostack: error: {full}")
     uuid = report.get("session_info", {}).get("uuid")
     if uuid and outcome.notes.get("stored") == uuid:
-        regressions = history_regressions(report, system, root)
+        regressions = history_regressions(report, target)
         for line in regressions:
             print(f"iostack: error: regression: {line}")
         return outcome.rc or (1 if full else 0) or (RC_REGRESSION if regressions else 0)
     reason = outcome.notes.get("store_failed", "ReFrame did not say it stored it")
     print(f"iostack: error: session {uuid} was NOT stored in the results DB "
-          f"{layout.results_db(root)} ({reason}); its report is kept: once the DB is repaired "
+          f"{db} ({reason}); its report is kept: once the DB is repaired "
           f"or moved aside, run `bin/iostack store-report --site {site} --system {system} "
-          f"--root {root} {report_path}`")
+          f"--root {target.root} {report_path}`")
     return outcome.rc or RC_NOT_STORED
 
 
@@ -224,21 +229,21 @@ def require_node_packages(extra=()) -> None:
             "(-- -n CHECK), or deploy with --skip-regression")
 
 
-def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly") -> int:
+def run(target: Target, extra=(), mode="nightly") -> int:
+    """The regression of the target's tree (its release, else its root) on its system."""
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
-    state_dir = reframe.state_dir(root)
+    state_dir = target.state_dir
     state = roots.require_writable(state_dir.parent, state_dir.name)
     # one run at a time on a deployment, whichever of its releases each tests
-    shared = state if os.environ.get(reframe.STATE_ENV) else \
-        roots.require_writable(layout.deployment_of(root), "reframe")
+    shared = state if target.state else roots.require_writable(target.root, "reframe")
     require_node_packages(extra)
     with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
-        preflight(site, system, root, mode)
+        preflight(target, mode)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         report_path = state / "reports" / f"run-report-{stamp}-{os.getpid()}.json"
-        extras = ",".join(f"{k}={v}" for k, v in session_extras(site).items())
+        extras = ",".join(f"{k}={v}" for k, v in session_extras(target).items())
         outcome = reframe.reframe(
-            system, root, mode=mode, deadline=deadline,
+            target, mode=mode, deadline=deadline,
             extra=["--session-extras", extras, "--report-file", report_path, *extra],
             pass_fds=(lock_fd,))
-        return verdict(outcome, report_path, site, system, root, mode, extra)
+        return verdict(outcome, report_path, target, mode, extra)

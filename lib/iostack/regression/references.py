@@ -44,8 +44,9 @@ import yaml
 
 from iostack.core import paths
 
-#: IOSTACK_RFM_REFERENCES moves them (a site keeping its baselines elsewhere; the tests)
-REFERENCES_DIR = paths.references_dir()
+#: the committed references; a command's settings may name others (IOSTACK_RFM_REFERENCES:
+#: a site keeping its baselines elsewhere; the tests)
+REFERENCES_DIR = paths.REFRAME_DIR / "references"
 #: the reference value of a partition without a baseline: with a lower threshold of 0 no
 #: measured value reaches it (finite, so JSON reports and the results DB stay valid). The
 #: one definition: reports and the nightly recognise it with is_no_baseline().
@@ -55,9 +56,9 @@ ANY_VARIANT = "*"
 CITATIONS = paths.REPO / "REFERENCES.md"
 
 
-def references_file(check_file) -> pathlib.Path:
-    """references/<stem>.yaml for the check module `check_file`."""
-    return REFERENCES_DIR / (pathlib.Path(check_file).stem + ".yaml")
+def references_file(check_file, directory: pathlib.Path) -> pathlib.Path:
+    """<directory>/<stem>.yaml for the check module `check_file`."""
+    return directory / (pathlib.Path(check_file).stem + ".yaml")
 
 
 def variant_key(params: dict) -> str:

@@ -13,10 +13,10 @@ import threading
 import time
 from typing import NamedTuple
 
-from iostack.core import paths
+from iostack.core import paths, process
 from iostack.core.errors import IostackError
-from iostack.core import process
-from iostack.deployment import layout
+from iostack.core.settings import Settings
+from iostack.site.target import Target
 
 LMOD_CMD_DEFAULTS = ("/usr/share/lmod/lmod/libexec/lmod", "/opt/lmod/lmod/libexec/lmod")
 #: after SIGINT at the deadline, ReFrame cancels its jobs; this long, then it is killed
@@ -32,68 +32,53 @@ NOTES = {
 }
 
 
-def lmod_cmd():
-    if os.environ.get("LMOD_CMD"):
-        return os.environ["LMOD_CMD"]
+def lmod_cmd(settings: Settings) -> str:
+    if settings.lmod_cmd:
+        return settings.lmod_cmd
     for c in LMOD_CMD_DEFAULTS:
         if os.path.exists(c):
             return c
     raise IostackError("Lmod not found: install it (Debian: apt-get install lmod) or set LMOD_CMD")
 
 
-#: where runs write instead of <tree>/reframe (`nightly --state`: a read-only tree, such as
-#: a release mounted from its image)
-STATE_ENV = "IOSTACK_STATE"
-
-
-def state_dir(root_dir: pathlib.Path) -> pathlib.Path:
-    """Where a run on `root_dir` writes its stage, output, perflogs and reports."""
-    moved = os.environ.get(STATE_ENV)
-    return pathlib.Path(moved) if moved else root_dir / "reframe"
-
-
-def use_state_dir(state: pathlib.Path) -> None:
-    """Runs of this process write under `state`, their results DB too (unless
-    RFM_SQLITE_DB_FILE says where)."""
-    os.environ[STATE_ENV] = str(state)
-    os.environ.setdefault("RFM_SQLITE_DB_FILE", str(state / "results.db"))
-
-
-def environment(root_dir: pathlib.Path) -> dict:
-    modulepath = str(root_dir / "modulefiles" / "Core")
-    if os.environ.get("MODULEPATH"):
-        modulepath += ":" + os.environ["MODULEPATH"]
-    env = {
-        "LMOD_CMD": lmod_cmd(),
+def environment(target: Target) -> dict:
+    """What a ReFrame run on the target is told (iostack.core.settings.CHILD_VARIABLES):
+    the tree under test and its deployment, the site, where to write, the results DB."""
+    settings = target.settings
+    modulepath = ":".join(filter(None, [str(target.tree / "modulefiles" / "Core"),
+                                        settings.modulepath]))
+    return {
+        "LMOD_CMD": lmod_cmd(settings),
         "MODULEPATH": modulepath,
         # ReFrame's configuration, the checks and their jobs import this checkout's iostack
         # and iostack_rfm, whichever the venv has installed
         "PYTHONPATH": os.pathsep.join(filter(None, [paths.job_pythonpath(),
-                                                    os.environ.get("PYTHONPATH")])),
-        "IOSTACK_RFM_STATE": state_dir(root_dir),
-        # the deployment the checks test (the smoke check looks for its module tree)
-        "IOSTACK_ROOT": root_dir,
+                                                    settings.pythonpath])),
+        "IOSTACK_RFM_STATE": target.state_dir,
+        "IOSTACK_RELEASE": target.tree,
+        "IOSTACK_ROOT": target.root,
+        "IOSTACK_SITE": target.site,
+        "IOSTACK_RFM_REFERENCES": settings.references,
+        "IOSTACK_SAMPLES": settings.samples,
+        # every release's sessions go in its deployment's one results DB
+        "RFM_SQLITE_DB_FILE": target.results_db,
     }
-    # a release's sessions go in its deployment's one results DB, beside the other releases'
-    db = layout.release_results_db(root_dir)
-    if db:
-        env["RFM_SQLITE_DB_FILE"] = db
-    return env
 
 
-def command(system: str, root_dir: pathlib.Path, mode=None) -> list:
-    exe: pathlib.Path | str = paths.venv() / "bin" / "reframe"
+def command(target: Target, mode=None) -> list:
+    exe: pathlib.Path | str = target.settings.venv / "bin" / "reframe"
     if not pathlib.Path(exe).exists():
         found = shutil.which("reframe")
         if not found:
             raise IostackError("ReFrame not found: run bin/iostack setup")
         exe = found
-    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", system, "--prefix", state_dir(root_dir)]
+    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", target.reframe_system,
+           "--prefix", target.state_dir]
     return cmd + (["--mode", mode] if mode else [])
 
 
-def _env(root_dir, env_extra) -> dict:
-    return {**environment(root_dir), **(env_extra or {})}
+def _env(target: Target, env_extra) -> dict:
+    return {**environment(target), **(env_extra or {})}
 
 
 class Listing(NamedTuple):
@@ -106,12 +91,12 @@ class Listing(NamedTuple):
     error: str
 
 
-def list_checks(system: str, root_dir: pathlib.Path, mode=None, env_extra=None) -> Listing:
-    """The check classes a mode loads on a system, on every partition and environment
-    (`--list --skip-system-check --skip-prgenv-check`)."""
-    cmd = command(system, root_dir, mode) + ["--list", "--skip-system-check",
-                                             "--skip-prgenv-check", "--nocolor"]
-    proc = process.capture(cmd, env_extra=_env(root_dir, env_extra))
+def list_checks(target: Target, mode=None, env_extra=None) -> Listing:
+    """The check classes a mode loads on the target's system, on every partition and
+    environment (`--list --skip-system-check --skip-prgenv-check`)."""
+    cmd = command(target, mode) + ["--list", "--skip-system-check", "--skip-prgenv-check",
+                                   "--nocolor"]
+    proc = process.capture(cmd, env_extra=_env(target, env_extra))
     out = _ANSI.sub("", proc.stdout + proc.stderr)
     error = next((m.group(1).strip() for m in re.finditer(r"ERROR: (.*)", out)), "")
     return Listing(proc.returncode, set(re.findall(r"^- (\w+)", out, re.M)),
@@ -126,12 +111,12 @@ class Outcome(NamedTuple):
     timed_out: bool
 
 
-def reframe(system: str, root_dir: pathlib.Path, extra=(), mode=None, env_extra=None,
+def reframe(target: Target, extra=(), mode=None, env_extra=None,
             deadline: float | None = None, pass_fds=()) -> Outcome:
     """`reframe -r`, its output passed through as it comes; at `deadline` (time.monotonic())
     it gets SIGINT, so that it cancels its jobs, and is killed STOP_GRACE seconds later."""
-    cmd = command(system, root_dir, mode) + ["-r", *extra]
-    proc = process.start(cmd, env_extra=_env(root_dir, env_extra), text=True, errors="replace",
+    cmd = command(target, mode) + ["-r", *extra]
+    proc = process.start(cmd, env_extra=_env(target, env_extra), text=True, errors="replace",
                          stdout=process.PIPE, stderr=process.STDOUT, pass_fds=pass_fds)
     notes: dict[str, str] = {}
 

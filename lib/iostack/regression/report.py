@@ -26,6 +26,7 @@ import jinja2
 
 from iostack.core.errors import Failed
 from iostack.deployment import releases
+from iostack.site.target import Target
 from iostack.regression import references, results
 
 
@@ -338,13 +339,13 @@ def write(site: str, sessions: list[dict], out: pathlib.Path, root: pathlib.Path
     return index
 
 
-def main(site: str, system: str, root: pathlib.Path, out: pathlib.Path | None,
-         period: str = results.ALL_TIME) -> int:
-    sessions = results.stored_sessions(system, root, period)
+def main(target: Target, out: pathlib.Path | None, period: str = results.ALL_TIME) -> int:
+    sessions = results.stored_sessions(target, period)
     if not sessions:
-        raise Failed(f"no stored sessions in the results DB under {root / 'reframe'} "
-                     f"for {period}: run `bin/iostack nightly --site {site}` first")
-    out = out or root / "reframe" / "report"
-    index = write(site, sessions, out, root, results.compare_latest(system, root, sessions, period))
+        raise Failed(f"no stored sessions in the results DB {target.results_db} "
+                     f"for {period}: run `bin/iostack nightly --site {target.site}` first")
+    out = out or target.root / "reframe" / "report"
+    index = write(target.site, sessions, out, target.root,
+                  results.compare_latest(target, sessions, period))
     print(f"iostack: report: {index} ({len(list(out.glob('*.png')))} charts)")
     return 0

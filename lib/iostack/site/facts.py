@@ -18,6 +18,7 @@ from typing import Any
 
 from iostack.core import paths
 from iostack.core.errors import IostackError
+from iostack.site.target import SpackEnv
 
 FACTS = paths.REPO / "sites"
 SCHEMA = FACTS / "schema.yaml"
@@ -264,26 +265,26 @@ def spack_envs(site: str) -> list[str]:
     return sorted(p.name for p in top.iterdir() if (p / "spack.yaml").is_file())
 
 
-def spack_env(site: str, env: str | None) -> str:
-    """The environment Spack runs in, as a path under spack-env/sites: `site` or `site/env`."""
+def spack_env(site: str, env: str | None) -> SpackEnv:
+    """A site's Spack environment: its default (`env` None) or another of its own."""
     if not env:
-        return site
+        return SpackEnv(site)
     if env not in spack_envs(site):
         raise FactsError(f"site {site} has no environment {env!r}; its environments: "
                          f"{', '.join(spack_envs(site)) or 'none besides the default'}")
-    return f"{site}/{env}"
+    return SpackEnv(site, env)
 
 
-def all_spack_envs() -> list[str]:
-    """Every site's default environment and its others (`site/env`), as locks name them."""
-    return [name for site in spack_sites()
-            for name in [site, *(f"{site}/{e}" for e in spack_envs(site))]]
+def all_spack_envs() -> list[SpackEnv]:
+    """Every site's default environment and its others, as locks name them."""
+    return [SpackEnv(site, env) for site in spack_sites()
+            for env in [None, *spack_envs(site)]]
 
 
-def check_spack_env(name: str) -> str:
+def check_spack_env(name: str) -> SpackEnv:
     """`site` or `site/env`, checked."""
-    site, _, env = name.partition("/")
-    return spack_env(check_site(site), env or None)
+    wanted = SpackEnv.parse(name)
+    return spack_env(check_site(wanted.site), wanted.env)
 
 
 def ansible_sites():

@@ -17,10 +17,10 @@ class InventoryError(IostackError):
 
 
 def _ansible_inventory() -> str:
-    # the set-up's venv, the one running (ReFrame's), then PATH
-    for bin_dir in (paths.venv() / "bin", pathlib.Path(sys.executable).parent):
-        if (bin_dir / "ansible-inventory").exists():
-            return str(bin_dir / "ansible-inventory")
+    # the venv running (bin/iostack's, ReFrame's: the set-up's), then PATH
+    bin_dir = pathlib.Path(sys.executable).parent
+    if (bin_dir / "ansible-inventory").exists():
+        return str(bin_dir / "ansible-inventory")
     found = shutil.which("ansible-inventory")
     if not found:
         raise InventoryError("ansible-inventory not found: run bin/iostack setup")

@@ -14,7 +14,6 @@ import json
 import pathlib
 from typing import NamedTuple
 
-from iostack.core import paths
 
 
 class Mirror(NamedTuple):
@@ -25,10 +24,11 @@ class Mirror(NamedTuple):
     signed: bool = True
 
 
-def registered_mirrors_file(cache: pathlib.Path | None = None) -> pathlib.Path:
-    """The Spack config file, outside every site, that set-up writes the bundle's mirrors to;
-    spack-env/common/mirrors.yaml includes it, so every site on this node uses them."""
-    return (cache or paths.cache()) / "spack-config" / "mirrors.yaml"
+def registered_mirrors_file(cache: pathlib.Path) -> pathlib.Path:
+    """The Spack config file, outside every site, that set-up writes the bundle's mirrors to
+    (in the cache directory); spack-env/common/mirrors.yaml includes it, so every site on
+    this node uses them."""
+    return cache / "spack-config" / "mirrors.yaml"
 
 
 def deployment_mirrors_file(root: pathlib.Path) -> pathlib.Path:

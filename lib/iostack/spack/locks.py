@@ -12,49 +12,53 @@ import tempfile
 import time
 
 from iostack.core import paths, process
-from iostack.spack import runner
 from iostack.core.errors import Failed
+from iostack.core.settings import Settings
+from iostack.site.target import SpackEnv
+from iostack.spack import runner
 
 
 class ConcretizationFailed(Failed):
     """A site's concretization failed: the site and Spack's reason."""
 
 
-def fresh_lock(site: str) -> tuple[dict, float]:
-    """Concretize a site from scratch in a temporary copy; (its lock, seconds taken)."""
-    with tempfile.TemporaryDirectory(prefix=f"iostack-lock-{site.replace('/', '-')}-") as tmp:
+def fresh_lock(settings: Settings, env: SpackEnv) -> tuple[dict, float]:
+    """Concretize an environment from scratch in a temporary copy; (its lock, seconds taken)."""
+    with tempfile.TemporaryDirectory(prefix=f"iostack-lock-{env.name.replace('/', '-')}-") as tmp:
         tree = pathlib.Path(tmp) / "spack-env"
         shutil.copytree(paths.REPO / "spack-env", tree,
                         ignore=shutil.ignore_patterns(".spack-env", "spack.lock"))
-        env = runner.environment(pathlib.Path(tmp) / "root")
+        variables = runner.environment(settings, pathlib.Path(tmp) / "root")
         start = time.monotonic()
         # `spack offsite` (spack-ext/spack-iostack): a cluster's compilers are taken to
         # target its libc
-        proc = process.capture([runner.spack_bin(), "-e", tree / "sites" / site, "offsite",
-                                "concretize", "--fresh", "--force"], env_extra=env)
+        proc = process.capture([runner.spack_bin(settings), "-e", tree / "sites" / env.name,
+                                "offsite", "concretize", "--fresh", "--force"],
+                               env_extra=variables)
         if proc.returncode != 0:
-            raise ConcretizationFailed(f"{site}: {runner.error_line(proc.stderr)}")
+            raise ConcretizationFailed(f"{env}: {runner.error_line(proc.stderr)}")
         elapsed = time.monotonic() - start
-        return json.loads((tree / "sites" / site / "spack.lock").read_text()), elapsed
+        return json.loads((tree / "sites" / env.name / "spack.lock").read_text()), elapsed
 
 
-def fresh_locks(sites: list[str]) -> dict[str, tuple[dict, float] | ConcretizationFailed]:
-    """fresh_lock of several sites at once: each concretization is one clingo process on one
-    core, so a node with several cores checks them side by side."""
-    workers = max(1, min(len(sites), os.cpu_count() or 1))
+def fresh_locks(settings: Settings, envs: list[SpackEnv],
+                ) -> dict[SpackEnv, tuple[dict, float] | ConcretizationFailed]:
+    """fresh_lock of several environments at once: each concretization is one clingo
+    process on one core, so a node with several cores checks them side by side."""
+    workers = max(1, min(len(envs), os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = {site: pool.submit(fresh_lock, site) for site in sites}
-    out: dict[str, tuple[dict, float] | ConcretizationFailed] = {}
-    for site, future in futures.items():
+        futures = {env: pool.submit(fresh_lock, settings, env) for env in envs}
+    out: dict[SpackEnv, tuple[dict, float] | ConcretizationFailed] = {}
+    for env, future in futures.items():
         try:
-            out[site] = future.result()
+            out[env] = future.result()
         except ConcretizationFailed as e:
-            out[site] = e
+            out[env] = e
     return out
 
 
-def committed_lock(site: str) -> dict | None:
-    f = paths.SPACK_ENV_SITES / site / "spack.lock"
+def committed_lock(env: SpackEnv) -> dict | None:
+    f = env.committed_lock
     return json.loads(f.read_text()) if f.exists() else None
 
 
@@ -76,6 +80,6 @@ def differences(old: dict | None, new: dict) -> list[str]:
     return out
 
 
-def write(site: str, lock: dict):
-    f = paths.SPACK_ENV_SITES / site / "spack.lock"
+def write(env: SpackEnv, lock: dict):
+    f = env.committed_lock
     f.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")

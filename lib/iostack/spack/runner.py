@@ -1,14 +1,13 @@
 """Find the pinned Spack and run it with the repository's configuration only.
 
-Spack is found, in this order: SPACK_ROOT (with IOSTACK_SPACK_PACKAGES for builtin), then
-the trees `iostack setup` cloned or unpacked in the cache directory. ~/.spack and /etc/spack
+Spack is found, in this order: the settings' SPACK_ROOT (with IOSTACK_SPACK_PACKAGES for
+builtin), then the trees `iostack setup` cloned or unpacked in the cache directory. ~/.spack and /etc/spack
 are never read (SPACK_DISABLE_LOCAL_CONFIG). Spack's own installation scopes
 ($SPACK_ROOT/etc/spack and its site/ directory) are read whatever the environment says, so a
 Spack that carries configuration there (an auto-detected compiler, say) is refused: a
 site's configuration is the repository's, plus the mirrors set-up registered.
 """
 import hashlib
-import os
 import pathlib
 import re
 import shutil
@@ -16,6 +15,8 @@ import shutil
 from iostack.core import filesystems, paths, pins
 from iostack.core.errors import Failed, IostackError
 from iostack.core.process import CommandFailed, capture, run
+from iostack.core.settings import Settings
+from iostack.site.target import SpackEnv, Target
 from iostack.spack import config
 
 
@@ -46,12 +47,10 @@ def foreign_config(spack_root: pathlib.Path) -> list[pathlib.Path]:
     return sorted(found)
 
 
-def locate() -> tuple[pathlib.Path, pathlib.Path]:
+def locate(settings: Settings) -> tuple[pathlib.Path, pathlib.Path]:
     """(spack root, spack-packages checkout) or SpackMissing saying what is missing."""
-    cache = paths.cache()
-    root = pathlib.Path(os.environ["SPACK_ROOT"]) if os.environ.get("SPACK_ROOT") else cache / "spack"
-    pkgs = (pathlib.Path(os.environ["IOSTACK_SPACK_PACKAGES"])
-            if os.environ.get("IOSTACK_SPACK_PACKAGES") else cache / "spack-packages")
+    root = settings.spack_root or settings.cache / "spack"
+    pkgs = settings.spack_packages or settings.cache / "spack-packages"
     if not (root / "bin" / "spack").is_file():
         raise SpackMissing(f"Spack not found at {root}: {how_to_provide()}")
     if not (pkgs / "repos" / "spack_repo" / "builtin" / "repo.yaml").is_file():
@@ -67,7 +66,7 @@ def locate() -> tuple[pathlib.Path, pathlib.Path]:
     return root, pkgs
 
 
-def misc_cache(spack_root: pathlib.Path, pkgs: pathlib.Path) -> pathlib.Path:
+def misc_cache(settings: Settings, spack_root: pathlib.Path, pkgs: pathlib.Path) -> pathlib.Path:
     """Spack's misc cache (its repositories' provider, patch and tag indexes, detected
     compilers), shared by every deployment root this checkout deploys on this node: indexing
     spack-packages' recipes takes a minute of CPU, once, not once per root (it was most of a
@@ -75,25 +74,27 @@ def misc_cache(spack_root: pathlib.Path, pkgs: pathlib.Path) -> pathlib.Path:
     trusts an index whose recipes are older than it, so checkouts must not share one."""
     key = hashlib.sha256("\0".join(map(str, (spack_root.resolve(), pkgs.resolve(),
                                               paths.REPO.resolve()))).encode()).hexdigest()
-    return paths.cache() / "spack-misc" / key[:16]
+    return settings.cache / "spack-misc" / key[:16]
 
 
-def environment(root_dir: pathlib.Path, release: pathlib.Path | None = None) -> dict:
-    """Variables every spack call gets; the site configs refer to the IOSTACK_* ones.
-    `release`: the release being built (its environment and module tree; see releases.py)."""
-    spack_root, pkgs = locate()
-    venv_bin = paths.venv() / "bin"
+def environment(settings: Settings, root_dir: pathlib.Path,
+                release: pathlib.Path | None = None) -> dict:
+    """Variables every spack call gets; the site configs refer to the IOSTACK_* ones
+    (iostack.core.settings.CHILD_VARIABLES says what each means). `release`: the release
+    being built (its environment and module tree; see releases.py)."""
+    spack_root, pkgs = locate(settings)
+    venv_bin = settings.venv / "bin"
     return {
         "SPACK_ROOT": spack_root,
         # clingo comes from the venv, so Spack never tries to bootstrap it
         "SPACK_PYTHON": venv_bin / "python",
         "SPACK_DISABLE_LOCAL_CONFIG": "1",
         "SPACK_USER_CACHE_PATH": root_dir / "cache" / "user",
-        "IOSTACK_SPACK_MISC_CACHE": misc_cache(spack_root, pkgs),
+        "IOSTACK_SPACK_MISC_CACHE": misc_cache(settings, spack_root, pkgs),
         # build cache keys this node trusts (and signs with), outside the Spack tree
-        "SPACK_GNUPGHOME": paths.cache() / "gpg",
+        "SPACK_GNUPGHOME": settings.key_ring,
         # spack-env/common/mirrors.yaml includes the mirrors set-up registered there
-        "IOSTACK_SPACK_CONFIG": config.registered_mirrors_file().parent,
+        "IOSTACK_SPACK_CONFIG": config.registered_mirrors_file(settings.cache).parent,
         "IOSTACK_ROOT": root_dir,
         "IOSTACK_RELEASE": release or root_dir,
         "IOSTACK_REPO": paths.REPO,
@@ -101,7 +102,7 @@ def environment(root_dir: pathlib.Path, release: pathlib.Path | None = None) -> 
     }
 
 
-def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
+def deployed_env(env: SpackEnv, root_dir: pathlib.Path) -> pathlib.Path:
     """The site's environment as the deployment uses it: spack-env/ copied to <root>/spack-env,
     so what Spack writes (spack.lock, .spack-env/) stays with the deployment and never changes
     the checkout. Each call refreshes the copy from the checkout, keeping Spack's own state."""
@@ -115,10 +116,10 @@ def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
             path.rmdir()
     shutil.copytree(paths.REPO / "spack-env", dest, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".spack-env"))
-    return dest / "sites" / site
+    return dest / "sites" / env.name
 
 
-def image_env(site: str, tree: pathlib.Path) -> pathlib.Path:
+def image_env(settings: Settings, env: SpackEnv, tree: pathlib.Path) -> pathlib.Path:
     """The environment of a release mounted read-only from its image, as it was built, in a
     copy of this node's: Spack writes into an environment it activates (its transaction
     lock, whatever config:locks says)."""
@@ -126,23 +127,33 @@ def image_env(site: str, tree: pathlib.Path) -> pathlib.Path:
     if not built.is_dir():
         raise Failed(f"{tree} is read-only and holds no Spack environment (spack-env/): give "
                      "the release mounted there, not its deployment root")
-    copy = paths.cache() / "image-envs" / hashlib.sha256(str(built).encode()).hexdigest()[:16]
+    copy = settings.cache / "image-envs" / hashlib.sha256(str(built).encode()).hexdigest()[:16]
     shutil.copytree(built, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".spack-env"))
-    return copy / "sites" / site
+    return copy / "sites" / env.name
 
 
-def spack(args, root_dir, site=None, release=None, **kw):
-    env = environment(root_dir, release)
-    cmd: list[object] = [pathlib.Path(env["SPACK_ROOT"]) / "bin" / "spack"]
-    if site:
+def spack_at(args, settings: Settings, root_dir: pathlib.Path,
+             release: pathlib.Path | None = None, env: SpackEnv | None = None, **kw):
+    """spack with the repository's configuration on the install tree of `root_dir`, in the
+    environment `env` of `release` (else of the root) when given."""
+    variables = environment(settings, root_dir, release)
+    cmd: list[object] = [pathlib.Path(variables["SPACK_ROOT"]) / "bin" / "spack"]
+    if env:
         tree = release or root_dir
         if filesystems.read_only(tree):
             # a release mounted from its image: Spack's file locks on its install database
             # fail ("Function not implemented"), and no command on it writes
-            cmd += ["-c", "config:locks:false", "-e", image_env(site, tree)]
+            cmd += ["-c", "config:locks:false", "-e", image_env(settings, env, tree)]
         else:
-            cmd += ["-e", deployed_env(site, tree)]
-    return run(cmd + list(args), env_extra=env, **kw)
+            cmd += ["-e", deployed_env(env, tree)]
+    return run(cmd + list(args), env_extra=variables, **kw)
+
+
+def spack(args, target: Target, in_env: bool = True, **kw):
+    """spack on the target's deployment, in its environment (as its release has it) unless
+    `in_env` is false."""
+    return spack_at(args, target.settings, target.root, target.release,
+                    target.env if in_env else None, **kw)
 
 
 # Spack's errors an admin meets when a mirror or a cache is wrong, and what they mean.
@@ -181,17 +192,18 @@ def error_line(stderr: str) -> str:
     return " ".join(first) + (f" (build log: {log.group(1)})" if log else "")
 
 
-def checked(args, root_dir, site=None, what="spack", release=None):
-    """Run spack; on failure, Failed with one line: what failed and Spack's reason."""
-    proc = spack(args, root_dir, site=site, release=release, check=False, capture_stderr=True)
+def checked(args, target: Target, what="spack", in_env: bool = True):
+    """Run spack on the target; on failure, Failed with one line: what failed and Spack's
+    reason."""
+    proc = spack(args, target, in_env=in_env, check=False, capture_stderr=True)
     if proc.returncode != 0:
         raise Failed(f"{what} failed: {error_line(proc.stderr)}")
     return proc
 
 
-def version(spack_root: pathlib.Path) -> tuple[int, ...]:
+def version(settings: Settings, spack_root: pathlib.Path) -> tuple[int, ...]:
     out = capture([spack_root / "bin" / "spack", "--version"],
-                  env_extra={"SPACK_PYTHON": paths.venv() / "bin" / "python",
+                  env_extra={"SPACK_PYTHON": settings.python,
                              "SPACK_DISABLE_LOCAL_CONFIG": "1"}).stdout
     m = re.match(r"(\d+)\.(\d+)", out.strip())
     if not m:
@@ -199,20 +211,19 @@ def version(spack_root: pathlib.Path) -> tuple[int, ...]:
     return int(m.group(1)), int(m.group(2))
 
 
-def spack_bin() -> pathlib.Path:
-    return locate()[0] / "bin" / "spack"
+def spack_bin(settings: Settings) -> pathlib.Path:
+    return locate(settings)[0] / "bin" / "spack"
 
 
-def stop_gpg_agent(root_dir: pathlib.Path | None = None) -> None:
+def stop_gpg_agent(settings: Settings) -> None:
     """Stop the gpg-agent Spack's gpg calls start for its key ring (SPACK_GNUPGHOME): it
     would outlive the command as a daemon of the node nobody started on purpose."""
     gpgconf = shutil.which("gpgconf")
     if gpgconf:
-        env = environment(root_dir or paths.cache() / "spack-state")
-        run([gpgconf, "--homedir", env["SPACK_GNUPGHOME"], "--kill", "gpg-agent"], check=False)
+        run([gpgconf, "--homedir", settings.key_ring, "--kill", "gpg-agent"], check=False)
 
 
-def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None = None):
+def trust_buildcache_keys(settings: Settings, cache_dir: pathlib.Path):
     """Install and trust the public keys a build cache publishes (`spack buildcache keys
     --install --trust`, with that cache as the only mirror); each must then be on the ring."""
     import tempfile
@@ -221,19 +232,19 @@ def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None
                        cache_dir.glob("v3/manifests/key/*.key.manifest.json"))
     if not published:
         raise CommandFailed(["spack", "buildcache", "keys", f"({cache_dir} publishes no key)"], 1)
-    env = environment(root_dir or paths.cache() / "spack-state")
-    pathlib.Path(env["SPACK_GNUPGHOME"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+    env = environment(settings, settings.scratch_spack_root)
+    settings.key_ring.mkdir(parents=True, exist_ok=True, mode=0o700)
     with tempfile.TemporaryDirectory() as scope:
         # that cache as the only mirror (`mirrors::`)
         config.write_mirrors(pathlib.Path(scope) / "mirrors.yaml",
                              [config.build_cache("iostack-buildcache", cache_dir)], replace=True,
                              written_by="iostack.spack.runner.trust_buildcache_keys")
         try:
-            run([spack_bin(), "-C", scope, "buildcache", "keys", "--install", "--trust",
+            run([spack_bin(settings), "-C", scope, "buildcache", "keys", "--install", "--trust",
                  "--force"], env_extra=env)
-            ring = capture([spack_bin(), "gpg", "list", "--trusted"], env_extra=env)
+            ring = capture([spack_bin(settings), "gpg", "list", "--trusted"], env_extra=env)
         finally:
-            stop_gpg_agent(root_dir)
+            stop_gpg_agent(settings)
     missing = [k for k in published if k not in ring.stdout.replace(" ", "")]
     if missing:
         raise CommandFailed(["spack", "buildcache", "keys", f"(not trusted: {', '.join(missing)})"], 1)

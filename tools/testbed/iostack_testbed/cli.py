@@ -18,14 +18,14 @@ import pathlib
 import subprocess
 import sys
 
-from iostack.core import paths
+from iostack.core.settings import Settings
 from iostack_testbed import cluster, lmodbench, slurm
 from iostack_testbed.errors import TestbedError
 
 
 def default_state_dir(bed: str) -> pathlib.Path:
     """Under the `local` site's deployment root, as the nightly's run used."""
-    return paths.deploy_root("local") / bed
+    return Settings.from_environ(os.environ).deploy_root("local") / bed
 
 
 def run_with(args) -> int:

@@ -47,6 +47,7 @@ import time
 from typing import Any
 
 from iostack.core import paths
+from iostack.core.settings import Settings
 from iostack.site import inventory
 from iostack_testbed import slurm
 from iostack_testbed.errors import TestbedError
@@ -696,7 +697,7 @@ def _comm(pid: int) -> str:
 
 
 def default_state_dir() -> pathlib.Path:
-    return paths.deploy_root("local") / "cluster"
+    return Settings.from_environ(os.environ).deploy_root("local") / "cluster"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

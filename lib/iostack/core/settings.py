@@ -1,0 +1,124 @@
+"""The settings a command runs with, read once from the environment by the CLI
+(`Settings.from_environ(os.environ)`) and passed down as a value. Below the CLI no module
+reads configuration from os.environ, and none writes it: what a child process (Spack,
+ReFrame, a job) needs is given to that process explicitly (`CHILD_VARIABLES`).
+
+Each field comes from one variable, named in VARIABLES with its one meaning; README's
+"Environment variables" table is that dictionary (tests/unit/test_settings.py keeps them
+equal)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+from collections.abc import Mapping
+
+from iostack.core import paths
+
+#: what a user may set for bin/iostack, each with its one meaning
+VARIABLES = {
+    "IOSTACK_ROOT": "the deployment root when --root is not given (default deploy/<site>)",
+    "IOSTACK_CACHE": "where set-up keeps Spack, spack-packages, the mirrors, the key ring and "
+                     "test roots (default $XDG_CACHE_HOME/iostack, ~/.cache/iostack)",
+    "IOSTACK_VENV": "the Python environment of the pinned tools (default <repo>/.venv)",
+    "SPACK_ROOT": "a Spack checkout to use instead of the one set-up made",
+    "IOSTACK_SPACK_PACKAGES": "a spack-packages checkout to use instead of set-up's",
+    "IOSTACK_SPACK_BUNDLE": "the offline bundle set-up installs from (as --spack-bundle)",
+    "IOSTACK_APT_LOCK_TIMEOUT": "seconds set-up waits for another apt to finish (default 120)",
+    "IOSTACK_RFM_REFERENCES": "the performance references' directory (default "
+                              "reframe-tests/references)",
+    "IOSTACK_SAMPLES": "where published GRIB samples are unpacked (default <cache>/samples)",
+    "RFM_SQLITE_DB_FILE": "ReFrame's own: the results DB, moved off a file system without "
+                          "reliable POSIX locks (default <root>/reframe/results.db)",
+    "LMOD_CMD": "Lmod's own: the Lmod the jobs and the spider cache use (default Debian's)",
+}
+
+#: what iostack gives the processes it starts (Spack, ReFrame and its jobs), each with its one
+#: meaning; nothing else of iostack's is passed down
+CHILD_VARIABLES = {
+    "IOSTACK_REPO": "the repository the configuration and recipes come from (Spack's repos.yaml)",
+    "IOSTACK_ROOT": "the deployment root: its install tree <root>/opt and Spack's caches",
+    "IOSTACK_RELEASE": "the release being built (Spack) or tested (ReFrame): its environment, "
+                       "module tree and spack.lock; the root itself where it has no releases",
+    "IOSTACK_SITE": "the site the ReFrame checks run for (its facts, sites/<site>.yaml)",
+    "IOSTACK_RFM_STATE": "where ReFrame writes its stage, output, perflogs and reports",
+    "IOSTACK_RFM_REFERENCES": "the performance references the checks compare with",
+    "IOSTACK_SAMPLES": "where the checks find the published GRIB samples",
+    "IOSTACK_SPACK_CONFIG": "the directory of the mirrors set-up registered (mirrors.yaml)",
+    "IOSTACK_SPACK_MISC_CACHE": "Spack's misc cache, shared by the roots of this checkout",
+    "IOSTACK_SPACK_PACKAGES": "the builtin repository's checkout (Spack's repos.yaml)",
+}
+
+
+def _path(value: str | None) -> pathlib.Path | None:
+    return pathlib.Path(value) if value else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    cache: pathlib.Path
+    venv: pathlib.Path
+    references: pathlib.Path
+    samples: pathlib.Path
+    root: pathlib.Path | None = None
+    spack_root: pathlib.Path | None = None
+    spack_packages: pathlib.Path | None = None
+    spack_bundle: pathlib.Path | None = None
+    apt_lock_timeout: int = 120
+    results_db: pathlib.Path | None = None
+    lmod_cmd: str | None = None
+    #: the caller's MODULEPATH and PYTHONPATH, which the regression's jobs extend
+    modulepath: str = ""
+    pythonpath: str = ""
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
+        def get(name: str) -> str | None:
+            return environ.get(name) or None
+
+        base = get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME") or
+                                                      os.path.expanduser("~"), ".cache")
+        cache = pathlib.Path(get("IOSTACK_CACHE") or pathlib.Path(base) / "iostack")
+        timeout = get("IOSTACK_APT_LOCK_TIMEOUT") or "120"
+        db = get("RFM_SQLITE_DB_FILE")
+        return cls(
+            cache=cache,
+            venv=pathlib.Path(get("IOSTACK_VENV") or paths.REPO / ".venv"),
+            references=pathlib.Path(get("IOSTACK_RFM_REFERENCES")
+                                    or paths.REFRAME_DIR / "references"),
+            samples=pathlib.Path(get("IOSTACK_SAMPLES") or cache / "samples"),
+            root=_path(get("IOSTACK_ROOT")),
+            spack_root=_path(get("SPACK_ROOT")),
+            spack_packages=_path(get("IOSTACK_SPACK_PACKAGES")),
+            spack_bundle=_path(get("IOSTACK_SPACK_BUNDLE")),
+            apt_lock_timeout=int(timeout) if timeout.isdigit() else 120,
+            results_db=pathlib.Path(os.path.expandvars(db)) if db else None,
+            lmod_cmd=get("LMOD_CMD"),
+            modulepath=environ.get("MODULEPATH", ""),
+            pythonpath=environ.get("PYTHONPATH", ""),
+        )
+
+    def replace(self, **changes) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    def deploy_root(self, site: str, given: str | os.PathLike | None = None) -> pathlib.Path:
+        """A site's deployment root: --root, else IOSTACK_ROOT, else deploy/<site>."""
+        if given:
+            return pathlib.Path(given).resolve()
+        if self.root:
+            return self.root.resolve()
+        return paths.REPO / "deploy" / site
+
+    @property
+    def python(self) -> pathlib.Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def key_ring(self) -> pathlib.Path:
+        """Spack's GnuPG home: the build-cache keys this node trusts."""
+        return self.cache / "gpg"
+
+    @property
+    def scratch_spack_root(self) -> pathlib.Path:
+        """The root of Spack commands that are about no deployment (keys, detection)."""
+        return self.cache / "spack-state"

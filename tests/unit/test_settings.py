@@ -1,0 +1,136 @@
+"""The process environment is read once, by the CLI, into Settings; below it, no library
+module reads configuration from os.environ or writes it (iostack.core.settings)."""
+import ast
+import pathlib
+
+import pytest
+
+from iostack.core import paths
+from iostack.core.settings import CHILD_VARIABLES, VARIABLES, Settings
+from support import targets
+
+LIB = paths.LIB / "iostack"
+#: (module, function) that may read os.environ: the CLI; the repository's location (where
+#: the data is, before any command); the one place that starts processes (a child inherits
+#: the environment); the names of Lmod's variables a child is run without; and the `main`
+#: of each module that runs as a process of its own (a job-side tool, the storage child)
+READERS = {("cli", "*"), ("core.paths", "_repo"), ("core.paths", "require_repo"),
+           ("core.process", "environment"), ("deployment.lmodcache", "lmod_variables"),
+           ("*", "main")}
+WRITES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+
+def _uses(tree: ast.AST):
+    """(function name or '', node, written) of each use of os.environ / os.putenv."""
+    def visit(node, function):
+        for child in ast.iter_child_nodes(node):
+            name = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                else function
+            if isinstance(child, ast.Attribute) and child.attr == "environ" and \
+                    isinstance(child.value, ast.Name) and child.value.id == "os":
+                yield function, child
+            if isinstance(child, ast.Attribute) and child.attr in ("putenv", "unsetenv") and \
+                    isinstance(child.value, ast.Name) and child.value.id == "os":
+                yield function, child
+            yield from visit(child, name)
+    yield from visit(tree, "")
+
+
+def _writes(tree: ast.AST) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        target = None
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            for t in getattr(node, "targets", None) or [node.target]:
+                if isinstance(t, ast.Subscript):
+                    target = t.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in WRITES:
+                target = node.func.value
+            elif node.func.attr in ("putenv", "unsetenv"):
+                lines.append(node.lineno)
+        if isinstance(target, ast.Attribute) and target.attr == "environ":
+            lines.append(node.lineno)
+    return lines
+
+
+def _modules():
+    for path in sorted(LIB.rglob("*.py")):
+        module = ".".join(path.relative_to(LIB).with_suffix("").parts)
+        yield module, ast.parse(path.read_text(), str(path))
+
+
+def test_no_library_module_writes_the_process_environment():
+    written = {m: lines for m, tree in _modules() if (lines := _writes(tree))}
+    assert written == {}
+
+
+def test_only_the_cli_and_process_entry_points_read_it():
+    readers = sorted({(m, f or "<module>") for m, tree in _modules() for f, _ in _uses(tree)
+                      if not ({(m, "*"), ("*", f), (m, f)} & READERS)})
+    assert readers == []
+
+
+def test_the_checks_find_a_planted_read_and_write(tmp_path):
+    # the two scans above see what they must refuse
+    tree = ast.parse("import os\ndef f():\n    os.environ['X'] = '1'\n    return os.environ.get('Y')\n")
+    assert _writes(tree) == [3]
+    assert [f for f, _ in _uses(tree)] == ["f", "f"]
+    assert _writes(ast.parse("import os\nos.environ.update(a=1)\nos.putenv('a', 'b')\n")) == [2, 3]
+
+
+@pytest.mark.parametrize("variable, field, value, expected", [
+    ("IOSTACK_ROOT", "root", "/r", pathlib.Path("/r")),
+    ("IOSTACK_CACHE", "cache", "/c", pathlib.Path("/c")),
+    ("IOSTACK_VENV", "venv", "/v", pathlib.Path("/v")),
+    ("SPACK_ROOT", "spack_root", "/s", pathlib.Path("/s")),
+    ("IOSTACK_SPACK_PACKAGES", "spack_packages", "/p", pathlib.Path("/p")),
+    ("IOSTACK_SPACK_BUNDLE", "spack_bundle", "/b", pathlib.Path("/b")),
+    ("IOSTACK_APT_LOCK_TIMEOUT", "apt_lock_timeout", "7", 7),
+    ("IOSTACK_RFM_REFERENCES", "references", "/refs", pathlib.Path("/refs")),
+    ("IOSTACK_SAMPLES", "samples", "/samples", pathlib.Path("/samples")),
+    ("RFM_SQLITE_DB_FILE", "results_db", "/db/results.db", pathlib.Path("/db/results.db")),
+    ("LMOD_CMD", "lmod_cmd", "/lmod", "/lmod"),
+])
+def test_each_variable_sets_its_one_setting(variable, field, value, expected):
+    base = Settings.from_environ({"HOME": "/home/u"})
+    given = Settings.from_environ({"HOME": "/home/u", variable: value})
+    assert getattr(given, field) == expected != getattr(base, field)
+    changed = [f for f in base.__dataclass_fields__ if getattr(base, f) != getattr(given, f)]
+    # the cache moves where the samples are by default, nothing else
+    assert changed == ([field, "samples"] if field == "cache" else [field])
+
+
+def test_every_documented_variable_is_read_and_no_other():
+    read = {v for v in VARIABLES if v in ast.unparse(ast.parse(
+        (paths.LIB / "iostack" / "core" / "settings.py").read_text()).body[-1])}
+    assert read == set(VARIABLES)
+
+
+def test_defaults_follow_home_and_xdg():
+    assert Settings.from_environ({"HOME": "/h"}).cache == pathlib.Path("/h/.cache/iostack")
+    assert Settings.from_environ({"HOME": "/h", "XDG_CACHE_HOME": "/x"}).cache == \
+        pathlib.Path("/x/iostack")
+    assert Settings.from_environ({"HOME": "/h"}).deploy_root("local") == \
+        paths.REPO / "deploy" / "local"
+    assert Settings.from_environ({"IOSTACK_ROOT": "/r"}).deploy_root("local", "/given") == \
+        pathlib.Path("/given")
+
+
+def test_what_children_are_given_is_documented_once(tmp_path):
+    from iostack.regression import reframe
+    from iostack.site.target import SpackEnv, Target
+    from iostack.spack import runner
+
+    # a Spack where set-up puts it, for the runner's environment
+    (tmp_path / "spack" / "bin").mkdir(parents=True)
+    (tmp_path / "spack" / "bin" / "spack").touch()
+    builtin = tmp_path / "spack-packages" / "repos" / "spack_repo" / "builtin"
+    builtin.mkdir(parents=True)
+    (builtin / "repo.yaml").touch()
+    settings = Settings.from_environ({"HOME": "/h", "LMOD_CMD": "/lmod",
+                                      "IOSTACK_CACHE": str(tmp_path)})
+    target = Target(settings, SpackEnv("local"), pathlib.Path("/r"))
+    for given in (reframe.environment(targets.of(target)), runner.environment(targets.settings(), settings, target.root)):
+        ours = {k for k in given if k.startswith("IOSTACK_")}
+        assert ours <= set(CHILD_VARIABLES), ours - set(CHILD_VARIABLES)
