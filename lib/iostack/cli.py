@@ -74,7 +74,7 @@ def cmd_deploy(settings, args):
     t = target(settings, args, env=True)
     _require_spack(settings)
     if not args.skip_regression:
-        nightly.require_node_packages(args.reframe_args)
+        nightly.require_node_packages(args.mode, args.reframe_args)
 
     def regression(release: Target, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check
@@ -342,7 +342,9 @@ def parser():
     p.add_argument("--buildcache", metavar="DIR",
                    help="install from this signed build cache only (trusting the keys it "
                         "ships), building nothing")
-    p.add_argument("--mode", default="nightly", help="ReFrame mode of the regression (nightly, weekly)")
+    p.add_argument("--mode", default="deploy",
+                   help="ReFrame mode of the release's regression (default deploy: correctness "
+                        "checks a node set up for deploying runs; nightly, weekly)")
     p.add_argument("--no-switch", action="store_true",
                    help="build and validate the release, but leave `current` where it is")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
@@ -373,7 +375,7 @@ def parser():
     p = sub.add_parser("nightly", help="run a site's ReFrame regression")
     site_args(p)
     p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
-    p.add_argument("--mode", default="nightly", help="ReFrame mode (nightly, weekly)")
+    p.add_argument("--mode", default="nightly", help="ReFrame mode (deploy, nightly, weekly)")
     p.add_argument("--image", metavar="FILE",
                    help="the release runs from this image, mounted at the root: check it is "
                         "what is mounted and record its sha256 with the session")

@@ -66,7 +66,7 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     #: 0-based index of the retrieved message the flip-one-bit control corrupts
     flipped_message = variable(int, value=5)
     executable = 'python3'
-    tags = {'bit-identity', 'fdb', 'ci', 'nightly'}
+    tags = {'bit-identity', 'fdb', 'ci', 'deploy', 'nightly'}
 
     @property
     def expected_messages(self):

@@ -29,7 +29,7 @@ class FdbCrossVersionCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     valid_systems = ['+fdb']
     valid_prog_environs = ['+fdb +fdb-pair']
     executable = 'true'
-    tags = {'bit-identity', 'fdb', 'upgrade', 'nightly'}
+    tags = {'bit-identity', 'fdb', 'upgrade', 'deploy', 'nightly'}
 
     @run_before('run')
     def set_job(self):

@@ -51,7 +51,7 @@ class MultioBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     control_message = variable(int, value=5)
     executable = 'python3'
     keep_files = ['compare-request.out', 'compare-extract.out', 'multio-sink.log']
-    tags = {'bit-identity', 'fdb', 'multio', 'ci', 'nightly'}
+    tags = {'bit-identity', 'fdb', 'multio', 'ci', 'deploy', 'nightly'}
 
     @property
     def input_messages(self):

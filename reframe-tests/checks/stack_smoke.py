@@ -48,7 +48,7 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     valid_systems = ['*']
     valid_prog_environs = ['+stack']
     num_tasks = 1
-    tags = {'smoke', 'stack', 'nightly'}
+    tags = {'smoke', 'stack', 'deploy', 'nightly'}
     #: version the site's spack.lock pins
     expected_version = variable(str, value='')
     #: set when the check cannot run at all; the sanity stage reports it

@@ -452,6 +452,14 @@ site_configuration = {
     ],
     'modes': [
         {
+            # What `bin/iostack deploy` runs on a release before it becomes current: the
+            # checks tagged `deploy`, which need only what set-up installs for deploying
+            # (system-packages.toml `deploy`) and judge correctness, never a node's speed.
+            'name': 'deploy',
+            'options': ['--max-retries=1', '--exec-policy=async', '--tag=deploy',
+                        f'--report-junit={_STATE}/reports/junit-deploy.xml'],
+        },
+        {
             # Every night: the checks tagged `nightly`, one retry for flaky nodes.
             'name': 'nightly',
             'options': ['--max-retries=1', '--exec-policy=async', '--tag=nightly',

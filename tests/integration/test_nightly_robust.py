@@ -126,7 +126,7 @@ def test_an_unknown_system_and_mode_are_named(tmp_path):
     p = iostack("nightly", "--mode", "nighty", "--root", tmp_path)
     assert p.returncode == 2
     assert errors(p) == [
-        "iostack: error: unknown mode 'nighty': modes are nightly, weekly, defined in "
+        "iostack: error: unknown mode 'nighty': modes are deploy, nightly, weekly, defined in "
         "reframe-tests/config/iostack.py `modes` (their checks and bounds: "
         "lib/iostack/regression/nightly.py MODES)"]
 

@@ -249,9 +249,9 @@ def test_every_mode_writes_its_junit_beside_the_run_reports_iostack_reads(monkey
     from iostack.regression import reframe, results
 
     target = targets.of(tmp_path / "deployment", LMOD_CMD="/bin/true")
-    state = pathlib.Path(reframe.environment(targets.of(target))["IOSTACK_RFM_STATE"])
+    state = pathlib.Path(reframe.environment(target)["IOSTACK_RFM_STATE"])
     config = load_config(monkeypatch, state)
-    assert [m["name"] for m in config["modes"]] == ["nightly", "weekly"]
+    assert [m["name"] for m in config["modes"]] == ["deploy", "nightly", "weekly"]
     for mode in config["modes"]:
         (junit,) = [o.split("=", 1)[1] for o in mode["options"] if o.startswith("--report-junit=")]
         beside = pathlib.Path(junit).with_name(f"run-report-{mode['name']}.json")
@@ -267,7 +267,7 @@ def test_reframe_stores_sessions_where_iostack_reads_them(monkeypatch, tmp_path)
 
     settings = targets.settings(LMOD_CMD="/bin/true").replace(results_db=None)
     target = targets.of(tmp_path / "deployment", settings_=settings)
-    given = reframe.environment(targets.of(target))
+    given = reframe.environment(target)
     state = given["IOSTACK_RFM_STATE"]
     config = load_config(monkeypatch, pathlib.Path(state))
     (storage,) = config["storage"]

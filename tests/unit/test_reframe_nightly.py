@@ -160,7 +160,7 @@ def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeyp
     with pytest.raises(IostackError) as e:
         nightly.run(targets.of(tmp_path), mode="nighlty")
     assert e.value.exit_code == 2 and calls == []
-    assert ("unknown mode 'nighlty': modes are nightly, weekly, defined in "
+    assert ("unknown mode 'nighlty': modes are deploy, nightly, weekly, defined in "
             "reframe-tests/config/iostack.py `modes`") in str(e.value)
 
 
@@ -222,3 +222,22 @@ def test_a_second_run_waits_for_the_lock_then_names_its_holder(tmp_path, monkeyp
     assert "and this run's time is up; nothing was run" in str(e.value)
     with runlock.hold(lock, clock.monotonic()):      # released: taken at once, no wait
         pass
+
+
+def test_deploy_s_regression_needs_only_what_set_up_installs_for_deploying(monkeypatch):
+    """README's two commands: `setup` (the `deploy` packages) then `deploy` (mode deploy)
+    run; the nightly's modes ask for `setup --with nightly`."""
+    missing = {"deploy": [], "nightly": ["openfoam", "slurm-wlm"]}
+    monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: missing[purpose])
+    nightly.require_node_packages("deploy")
+    with pytest.raises(IostackError) as e:
+        nightly.require_node_packages("nightly")
+    assert str(e.value).startswith("mode nightly's checks run openfoam, slurm-wlm, which this "
+                                   "node lacks: `bin/iostack setup --with nightly` installs them")
+    nightly.require_node_packages("weekly", ["-n", "FdbBitIdentityCheck"])   # selected: runs
+    from iostack import cli
+
+    assert cli.parser().parse_args(["deploy"]).mode == "deploy"
+    # what mode deploy runs is correctness only: no check of it is tagged performance
+    assert not nightly.MODES["deploy"].checks & {"FdbThroughputCheck", "IorLayoutCheck",
+                                                 "IO500Check", "MdtestScalingCheck"}

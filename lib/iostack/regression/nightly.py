@@ -50,6 +50,8 @@ class Mode(NamedTuple):
     wall_clock_seconds: int
     #: check classes the mode must load (selected by the mode's tags on some partition)
     checks: frozenset[str]
+    #: what set-up installs for its checks (system-packages.toml: `deploy`, `nightly`)
+    packages: str = "nightly"
 
 
 _NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
@@ -62,6 +64,11 @@ _NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCross
 #: The ReFrame modes of reframe-tests/config/iostack.py (same names; a test keeps the two
 #: and the checks that exist in step): what each must load, and its wall-clock bound.
 MODES = {
+    # a release's regression before it becomes current (`bin/iostack deploy`): correctness
+    # on a node set up for deploying only
+    "deploy": Mode(4 * 3600, frozenset({"FdbBitIdentityCheck", "FdbCrossVersionCheck",
+                                        "MultioBitIdentityCheck", "StackSmokeCheck"}),
+                   packages="deploy"),
     "nightly": Mode(4 * 3600, _NIGHTLY),
     "weekly": Mode(24 * 3600, _NIGHTLY | {"FdbFieldSizeCheck", "HpcMotorbikeInterNodeCheck",
                                           "HpcMotorbikeIntraNodeCheck",
@@ -217,16 +224,18 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, target: Target,
     return outcome.rc or RC_NOT_STORED
 
 
-def require_node_packages(extra=()) -> None:
-    """The whole regression runs tools a deploy-only node lacks (system-packages.toml,
-    `nightly`): refuse before anything runs, unless the run selects its checks."""
+def require_node_packages(mode: str, extra=()) -> None:
+    """A mode's checks run what set-up installs for its purpose (Mode.packages): refuse
+    before anything runs where this node lacks it, unless the run selects its checks."""
+    purpose = mode_of(mode).packages
     selected = any(a in ("-n", "--name", "-x", "--exclude", "-t", "--tag") or
                    a.startswith(("--name=", "--exclude=", "--tag=")) for a in map(str, extra))
-    missing = packages.missing_on_this_node("nightly")
+    missing = packages.missing_on_this_node(purpose)
     if missing and not selected:
-        raise IostackError(f"the nightly's checks run {', '.join(missing)}, which this node lacks: "
-            "`bin/iostack setup --with nightly` installs them, or select checks "
-            "(-- -n CHECK), or deploy with --skip-regression")
+        with_ = "" if purpose == "deploy" else f" --with {purpose}"
+        raise IostackError(f"mode {mode}'s checks run {', '.join(missing)}, which this node "
+                           f"lacks: `bin/iostack setup{with_}` installs them, or select checks "
+                           "(-- -n CHECK), or deploy with --skip-regression")
 
 
 def run(target: Target, extra=(), mode="nightly") -> int:
@@ -236,7 +245,7 @@ def run(target: Target, extra=(), mode="nightly") -> int:
     state = roots.require_writable(state_dir.parent, state_dir.name)
     # one run at a time on a deployment, whichever of its releases each tests
     shared = state if target.state else roots.require_writable(target.root, "reframe")
-    require_node_packages(extra)
+    require_node_packages(mode, extra)
     with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
         preflight(target, mode)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
