@@ -1,4 +1,4 @@
-"""The sensitivity campaign's slowdowns are real (tools/sensitivity_campaign.py): a process in
+"""The sensitivity campaign's slowdowns are real (iostack_testbed.campaign): a process in
 its cgroups is slowed by the kernel, not by a changed number. Each bound below is one the
 cgroup guarantees, whatever the machine's speed: a write of B bytes throttled to R bytes/s
 cannot end before B/R; C seconds of CPU under a quota of q per period p cannot take less
@@ -6,15 +6,12 @@ than (C - q) / (q/p) seconds of wall time."""
 import mmap
 import os
 import pathlib
-import sys
 import time
 
 import pytest
 
-from iostack.core import paths
 
-sys.path.insert(0, str(paths.REPO / "tools"))
-import sensitivity_campaign as campaign  # noqa: E402
+from iostack_testbed import campaign
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not (campaign.CGROUP / "blkio").is_dir()

@@ -101,7 +101,7 @@ def traced_nightly(local_deploy, timings, tmp_path_factory):
     """The nightly mode on the Spack-built stack and the node's own (`stack` and `builtin`),
     every execve of it traced (tests/support/exectrace.py). One repeat of the repeated
     figures, and performance not judged: CI's node is no reference (the gates are the
-    campaign's, tools/sensitivity_campaign.py)."""
+    campaign's, tools/testbed/iostack_testbed/campaign.py)."""
     root, _ = local_deploy
     trace = tmp_path_factory.mktemp("trace") / "execve.trace"
     # -S, not -p: ReFrame 4.10 loses -p when it expands the nightly --mode

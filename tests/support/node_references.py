@@ -1,7 +1,7 @@
 """References for a timed check run on whatever node the test tier is on.
 
 The committed baselines are `local`'s, measured on a quiet node of CI's kind over 20 nights
-(tools/sensitivity_campaign.py), and their bands are narrow by design. A test that runs
+(tools/testbed/iostack_testbed/campaign.py), and their bands are narrow by design. A test that runs
 Debian's programs (`builtin`) through the nightly is testing the nightly, not the node: it
 gets a copy of the committed references in which its environment has, for each figure
 `local` records, the same value with a band no working program leaves (1% of it, or 100

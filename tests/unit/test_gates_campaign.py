@@ -1,5 +1,5 @@
 """The gates on real nights: tests/data/campaign/*.json are nights of the sensitivity
-campaign (tools/sensitivity_campaign.py) on a deployed `local`, clean and slowed by real
+campaign (iostack_testbed.campaign) on a deployed `local`, clean and slowed by real
 mechanisms (cgroup v1 CPU quota, direct-write throttle on the scratch disk, the stack's FDB
 without its patches), none a change to a measured number. Replayed here with the gates'
 own code (iostack.regression.gates), so a change to how bands are made is judged on them:
@@ -13,14 +13,11 @@ own code (iostack.regression.gates), so a change to how bands are made is judged
 import json
 import pathlib
 import statistics
-import sys
 
 import pytest
 
-from iostack.core import paths
 
-sys.path.insert(0, str(paths.REPO / "tools"))
-import sensitivity_campaign as campaign  # noqa: E402
+from iostack_testbed import campaign
 
 CAMPAIGNS = sorted((pathlib.Path(__file__).parents[1] / "data" / "campaign").glob("*.json"))
 MIN_CLEAN_NIGHTS = 20

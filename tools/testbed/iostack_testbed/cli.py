@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 from iostack.core.settings import Settings
-from iostack_testbed import cluster, lmodbench, slurm
+from iostack_testbed import campaign, cluster, lmodbench, slurm
 from iostack_testbed.errors import TestbedError
 
 
@@ -67,6 +67,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", required=True, type=pathlib.Path)
     p.add_argument("--timeout", type=float, default=90.0)
     p.set_defaults(func=lambda a: slurm.run(a.action, a.state_dir, a.timeout))
+
+    p = sub.add_parser("campaign", add_help=False,
+                       help="the nightly's sensitivity, measured with real slowdowns "
+                            "(run, analyse, sessions; `campaign --help`)")
+    p.add_argument("campaign_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda a: campaign.main(a.campaign_args))
 
     p = sub.add_parser("lmod-bench", help="time module avail/spider with and without the "
                                           "spider cache")

@@ -1,18 +1,17 @@
-#!/usr/bin/env python3
 """The nightly's sensitivity, measured with real slowdowns (reframe-tests/README.md, "Gates").
 
 Runs the gated figures' checks on a deployed site as the nightly does (`bin/iostack
 nightly`), clean or slowed by a mechanism a site really meets, one "night" at a time, and
 replays the gates on the nights: what each catches and how often a clean night fails.
 
-    tools/sensitivity_campaign.py run --root deploy/local --out campaign --nights 3
-    tools/sensitivity_campaign.py run --root deploy/local --out campaign --nights 2 \\
+    iostack-testbed campaign run --root deploy/local --out campaign --nights 3
+    iostack-testbed campaign run --root deploy/local --out campaign --nights 2 \\
         --slowdown cpu:0.15            # CPU quota: (1 - 0.15) of the CPUs a figure uses
-    tools/sensitivity_campaign.py run ... --slowdown blkio:0.15   # scratch disk writes
-    tools/sensitivity_campaign.py run ... --figures fdb \\
+    iostack-testbed campaign run ... --slowdown blkio:0.15   # scratch disk writes
+    iostack-testbed campaign run ... --figures fdb \\
         --slowdown fdb-env:FDB_DIRECT_WRITE_SIZE=0     # FDB configured to do more per field
-    tools/sensitivity_campaign.py analyse campaign [--series tests/data/campaign/x.json]
-    tools/sensitivity_campaign.py sessions campaign    # the clean nights, for record-baseline
+    iostack-testbed campaign analyse campaign [--series tests/data/campaign/x.json]
+    iostack-testbed campaign sessions campaign    # the clean nights, for record-baseline
 
 Slowdowns (none changes a measured number; each slows what is measured):
 - cpu:F     cgroup v1 cpu controller: cpu.cfs_quota_us = (1 - F) x the CPUs the figure's
@@ -48,12 +47,12 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import NamedTuple
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "lib"))
+from iostack.core import paths, process
+from iostack.regression import gates, references, results
 
-from iostack.core import process  # noqa: E402
-from iostack.regression import gates, references, results  # noqa: E402
+REPO = paths.REPO
 
 CGROUP = pathlib.Path("/sys/fs/cgroup")
 
@@ -61,14 +60,20 @@ CGROUP = pathlib.Path("/sys/fs/cgroup")
 # What the nightly gates, per figure: the checks that measure it (ReFrame -n, in the
 # nightly mode: its variants), the CPUs its workload runs on, and whether it times FDB (an
 # fdb-env slowdown applies).
+class Figure(NamedTuple):
+    checks: list[str]
+    cpus: int
+    fdb: bool = False
+
+
 FIGURES = {
-    "fdb": {"checks": ["FdbThroughputCheck"], "cpus": 1, "fdb": True},
-    "fdb-scaling": {"checks": ["FdbWriterScalingCheck"], "cpus": 2, "fdb": True},
-    "ior": {"checks": ["IorLayoutCheck"], "cpus": 2},
-    "mdtest": {"checks": ["MdtestScalingCheck"], "cpus": 2},
-    "io500": {"checks": ["IO500Check"], "cpus": 2},
-    "netcdf": {"checks": ["NetcdfOutputCheck"], "cpus": 2},
-    "pitzdaily": {"checks": ["OpenFOAMPitzDailyCheck"], "cpus": 1},
+    "fdb": Figure(["FdbThroughputCheck"], cpus=1, fdb=True),
+    "fdb-scaling": Figure(["FdbWriterScalingCheck"], cpus=2, fdb=True),
+    "ior": Figure(["IorLayoutCheck"], cpus=2),
+    "mdtest": Figure(["MdtestScalingCheck"], cpus=2),
+    "io500": Figure(["IO500Check"], cpus=2),
+    "netcdf": Figure(["NetcdfOutputCheck"], cpus=2),
+    "pitzdaily": Figure(["OpenFOAMPitzDailyCheck"], cpus=1),
 }
 
 
@@ -136,7 +141,7 @@ def slowdown_groups(slowdown: str, figure: str, root: pathlib.Path, disk_bps: fl
         return [], {}
     fraction = float(arg)
     if kind == "cpu":
-        cpus = FIGURES[figure]["cpus"]
+        cpus = FIGURES[figure].cpus
         period = 100000
         quota = int(round((1 - fraction) * cpus * period))
         return [Cgroup("cpu", {"cpu.cfs_period_us": str(period),
@@ -174,7 +179,7 @@ def night(root: pathlib.Path, out: pathlib.Path, figure: str, slowdown: str,
     # no retry: a night's figure is its one run (the nightly retries a failed case once, and
     # a slowed night fails its references by design)
     extra = ["--max-retries=0"]
-    for check in FIGURES[figure]["checks"]:
+    for check in FIGURES[figure].checks:
         extra += ["-n", check]
     if slowdown.startswith("fdb-env:"):
         # a run-time setting of the release's own FDB, in the environment the nightly's jobs
@@ -230,7 +235,7 @@ def cmd_run(args) -> int:
             raise SystemExit(f"campaign: error: unknown figure {figure!r} ({', '.join(FIGURES)})")
     for _ in range(args.nights):
         for figure in figures:
-            if args.slowdown.startswith("fdb-env:") and not FIGURES[figure].get("fdb"):
+            if args.slowdown.startswith("fdb-env:") and not FIGURES[figure].fdb:
                 continue
             night(root, out, figure, args.slowdown, args.disk_bps)
     return 0
@@ -418,7 +423,8 @@ def markdown(rows: list[dict]) -> str:
         tripped = "n/a" if r["tripped"] is None else f"{r['tripped']}/{r['nights']}"
         smallest = " | ".join(f"{r[k]:.0%}" if r.get(k) else "" for k in
                               ("smallest_caught", "smallest_caught_history"))
-        history = {True: ", history: caught", False: ", history: missed"}.get(r.get("history"), "")
+        history = {True: ", history: caught", False: ", history: missed"}.get(
+            bool(r["history"]), "") if r.get("history") is not None else ""
         lines.append(f"| {r['figure']} | {short(r['value'])} | {r['nights']} | {r['slowdown']} | "
                      f"{r['median']:.4g} | {change} | {tripped}{history} | {band} | {smallest} |")
     return "\n".join(lines)
