@@ -16,9 +16,9 @@
 # and environments by `mpi` (MPI compiler wrappers) and `openmp` (extras['omp_flag']), as
 # ReFrame's tutorial checks select them, by `stack` (the site's Spack stack is usable in
 # it) and by the
-# applications and benchmarks the site's stack has (reframe-tests/iostack_rfm/apps):
+# applications and benchmarks the site's stack has:
 #   openifs, openfoam, ior (IOR and mdtest), io500, netcdf (parallel netCDF-C and PnetCDF),
-#   nvme-stage, darshan (darshan-runtime, for LD_PRELOAD), and the stack's own benchmarks
+#   nvme-stage, and the stack's own benchmarks
 #   netcdf-output-bench and fdb-archive-bench (the checks run the release's, never a copy
 #   they build; Debian has neither, so `builtin` does not offer them)
 #

@@ -4,7 +4,7 @@ deploying needs and none of what only testing needs, starts no daemon on the hos
 way it can fail ends in one line and a non-zero exit with nothing changed.
 
 The roots come from `support.debian_root` (mmdebstrap, cached between runs). The set-up root
-is shared with the Spack tier's fresh-node deploy (tests/spack/test_spack_fresh_node.py)."""
+is shared with the Spack tier's fresh-node deploy (tests/spack/test_spack_offline.py)."""
 from __future__ import annotations
 
 import hashlib

@@ -30,7 +30,6 @@ def test_serial_case(tmp_path):
     s = foamcase.summarize(make_case(tmp_path / "serial", cells=12), "serial")
     assert s["label"] == "serial" and s["processors"] == 0
     assert (s["times"], s["written"], s["files"], s["cells"]) == ("282", "1", 2, 12)
-    assert len(s["sha256"]) == 64
 
 
 def test_identical_runs_have_one_digest_and_one_changed_value_another(tmp_path):

@@ -94,12 +94,6 @@ def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp
 
 # ---- the facts files themselves ----------------------------------------------------------
 
-def test_the_three_sites_and_their_systems():
-    assert site_facts.names() == ["cray-ex", "local", "oci-bm-optimized3"]
-    assert site_facts.load("local").systems == ("local", "local-slurm", "local-cluster")
-    assert site_facts.load("cray-ex").systems == ("cray-ex",)
-
-
 def test_cray_ex_is_archer2_class_zen2():
     cray = site_facts.load("cray-ex")
     compute = cray.nodes["compute"]

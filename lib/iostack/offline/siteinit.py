@@ -434,7 +434,7 @@ def packages_yaml(findings: Findings) -> str:
     found, _ = externals(findings)
     detected = findings.spack
     slurm = bool(findings.slurm)
-    # a cluster's lock names the nodes' OS and target on every node (tests/unit/test_site_facts)
+    # a cluster's lock names the nodes' OS and target on every node (tests/unit/test_site_facts.py)
     node = f"os={detected['os']} target={detected['target']}"
     require = [node if slurm else f"target={detected['target']}"]
     packages: dict = {"all": {"require": require}}

@@ -1,7 +1,7 @@
 """How the nightly judges a gated performance variable, from the node's measured noise
 (reframe-tests/README.md, "Gates"). Pure functions: `baseline` (record-baseline) sets the
 bands, `nightly` runs the history test after ReFrame, the sensitivity campaign
-(tools/sensitivity-campaign) replays both on recorded nights.
+(`iostack-testbed campaign`) replays both on recorded nights.
 
 1. Within a run: every gated figure is the median of its repeats (3 interleaved FDB/fio
    pairs, 3 IOR repetitions, 3 mdtest iterations, ...), with its spread, (max - min) /
