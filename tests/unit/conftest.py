@@ -23,3 +23,13 @@ def iostack(capsys):
         out, err = capsys.readouterr()
         return types.SimpleNamespace(returncode=rc, stdout=out, stderr=err)
     return run
+
+
+@pytest.fixture(autouse=True)
+def no_programs(monkeypatch, request):
+    """The unit tier is pure Python: a test that starts a program fails, naming it."""
+    import subprocess
+
+    def refuse(self, args, *a, **k):
+        raise AssertionError(f"the unit tier runs no programs; {request.node.nodeid} ran {args!r}")
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)

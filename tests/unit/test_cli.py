@@ -44,7 +44,7 @@ def test_spack_location_prefers_spack_root(tmp_path, fake_spack):
 
 
 def test_spack_environment_isolates_user_config(tmp_path, fake_spack):
-    env = runner.environment(targets.settings(), fake_spack, tmp_path / "root")
+    env = runner.environment(fake_spack, tmp_path / "root")
     assert env["SPACK_DISABLE_LOCAL_CONFIG"] == "1"
     assert env["IOSTACK_ROOT"] == tmp_path / "root"
     assert str(env["SPACK_USER_CACHE_PATH"]).startswith(str(tmp_path / "root"))
@@ -63,10 +63,10 @@ def test_setup_without_root_prints_the_apt_line_and_stops(monkeypatch, capsys):
     assert ran == []
 
 
-def test_commands_are_printed_before_they_run(capsys):
-    from iostack.core.process import run
+def test_commands_are_shown_as_they_would_be_run(capsys):
+    from iostack.core.process import show
 
-    run(["true"], env_extra={"A": "b c"}, cwd="/")
+    show(["true"], {"A": "b c"}, "/", ())
     assert capsys.readouterr().out.strip() == "+ cd / && A='b c' true"
 
 

@@ -40,6 +40,9 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
 
     monkeypatch.setattr(reframe, "reframe", run)
     monkeypatch.setattr(reframe, "list_checks", list_checks)
+    # the node's packages and the checkout's commit, as dpkg and git would say them
+    monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: [])
+    monkeypatch.setattr(nightly.provenance, "git_commit", lambda: "c0ffee" * 6 + "c0ff")
     return calls
 
 
@@ -145,6 +148,7 @@ def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monk
 ])
 def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monkeypatch, capsys,
                                                                   system, site, expected):
+    monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: [])
     monkeypatch.setattr(reframe, "list_checks", lambda *a, **k: reframe.Listing(
         1, set(), [], "failed to load configuration: could not find a configuration entry for "
                       f"the requested system: '{system}'"))

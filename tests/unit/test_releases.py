@@ -214,6 +214,7 @@ def fake_build(monkeypatch, tmp_path):
         write_tree(release.path)
         releases.record(release, modulefiles_sha256=releases.tree_digest(release.modulefiles))
     monkeypatch.setattr(deploy, "build", build)
+    monkeypatch.setattr(deploy.provenance, "git_commit", lambda: "c0ffee" * 6 + "c0ff")
     monkeypatch.setattr(deploy.paths, "SPACK_ENV_SITES", tmp_path / "sites")
     (tmp_path / "sites" / "local").mkdir(parents=True)
     (tmp_path / "sites" / "local" / "spack.lock").write_text('{"roots": []}')
@@ -338,6 +339,7 @@ def test_a_release_nightly_waits_for_any_run_on_its_deployment(tmp_path, monkeyp
         held.append(lock)
         raise Held
     monkeypatch.setattr(nightly.runlock, "hold", hold)
+    monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: [])
     with pytest.raises(Held):
         nightly.run(targets.of(tmp_path, release=path))
     assert held == [tmp_path / "reframe" / "nightly.lock"]  # the deployment's, not the release's

@@ -7,7 +7,6 @@ import pytest
 
 from iostack.core import paths
 from iostack.core.settings import CHILD_VARIABLES, VARIABLES, Settings
-from support import targets
 
 LIB = paths.LIB / "iostack"
 #: (module, function) that may read os.environ: the CLI; the repository's location (where
@@ -131,6 +130,14 @@ def test_what_children_are_given_is_documented_once(tmp_path):
     settings = Settings.from_environ({"HOME": "/h", "LMOD_CMD": "/lmod",
                                       "IOSTACK_CACHE": str(tmp_path)})
     target = Target(settings, SpackEnv("local"), pathlib.Path("/r"))
-    for given in (reframe.environment(targets.of(target)), runner.environment(targets.settings(), settings, target.root)):
+    for given in (reframe.environment(target), runner.environment(settings, target.root)):
         ours = {k for k in given if k.startswith("IOSTACK_")}
         assert ours <= set(CHILD_VARIABLES), ours - set(CHILD_VARIABLES)
+
+
+def test_the_unit_tier_refuses_to_start_a_program():
+    """tests/unit/conftest.py: the unit tier is pure Python (tests/conftest.py says so)."""
+    import subprocess
+
+    with pytest.raises(AssertionError, match="the unit tier runs no programs"):
+        subprocess.run(["true"])

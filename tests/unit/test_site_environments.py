@@ -1,8 +1,6 @@
 """A site's other Spack environments (spack-env/sites/<site>/<env>/, as Stackinator's
 environments.yaml gives a recipe several): found by name, reading the site's one
 packages.yaml, and refused with one line when a site has no such environment."""
-import os
-import subprocess
 
 import pytest
 import yaml
@@ -35,10 +33,9 @@ def test_the_nwp_environment_is_the_site_stack_plus_openifs():
                                                                             "$nwp_bundle"}
 
 
-def test_unknown_environment_is_one_line_and_nothing_runs():
-    p = subprocess.run([str(paths.REPO / "bin" / "iostack"), "deploy", "--site", "local",
-                        "--env", "atlantis"], capture_output=True, text=True,
-                       env={**os.environ, "IOSTACK_ROOT": "/nonexistent/iostack-root"})
+def test_unknown_environment_is_one_line_and_nothing_runs(iostack):
+    p = iostack("deploy", "--site", "local", "--env", "atlantis",
+                env={"IOSTACK_ROOT": "/nonexistent/iostack-root"})
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
         "iostack: error: site local has no environment 'atlantis'; its environments: nwp"]

@@ -5,7 +5,6 @@ name is taken."""
 import os
 import pathlib
 import shutil
-import subprocess
 
 import pytest
 import yaml
@@ -239,12 +238,7 @@ def test_dpkg_answers_are_read_as_dpkg_query_prints_them():
 
 # ---- the command --------------------------------------------------------------------------
 
-def iostack(*args):
-    return subprocess.run([str(paths.REPO / "bin" / "iostack"), *args], capture_output=True,
-                          text=True, env={**os.environ, "IOSTACK_TRACEBACK": ""})
-
-
-def test_the_command_refuses_an_existing_site_in_one_line():
+def test_the_command_refuses_an_existing_site_in_one_line(iostack):
     before = tree_listing(paths.REPO / "sites")
     p = iostack("site", "init", "local", "--from-records", str(DATA / "trixie"))
     assert p.returncode == 2
@@ -254,7 +248,7 @@ def test_the_command_refuses_an_existing_site_in_one_line():
     assert tree_listing(paths.REPO / "sites") == before
 
 
-def test_the_command_shows_what_it_found_and_a_dry_run_writes_nothing():
+def test_the_command_shows_what_it_found_and_a_dry_run_writes_nothing(iostack):
     p = iostack("site", "init", "trixie-node", "--from-records", str(DATA / "trixie"),
                 "--dry-run")
     assert p.returncode == 0, p.stderr
