@@ -17,15 +17,14 @@ version. At install, the source must declare the spec's version.
 import os
 import re
 
-from spack.package import InstallError, PackageBase, copy_tree, license, maintainers
+from spack.package import InstallError, PackageBase, copy_tree, license
 
 
 class InRepoPackage(PackageBase):
-    """Mixin of iostack's in-repo recipes (as key4hep-spack's Key4hepPackage): where they
-    come from, their licence, and their source beside the recipe."""
+    """Mixin of iostack's in-repo recipes (as key4hep-spack's Key4hepPackage): their licence
+    and their source beside the recipe. They have no homepage and no maintainers' GitHub
+    handles to name (builtin's conventions): this repository's README documents them."""
 
-    homepage = "https://github.com/iostack/iostack"
-    maintainers("iostack")
     license("Apache-2.0")
 
     # Nothing to download: the source is beside this recipe.

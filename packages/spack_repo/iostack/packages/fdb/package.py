@@ -13,9 +13,10 @@ class Fdb(UpstreamTestsPackage, CrayPEPackage, BuiltinFdb):
     """FDB5 (Fields DataBase), extended for iostack's sites."""
 
     # OpenIFS 49r1 pins FDB 5.13.0, for which no published checksum could be had here.
-    # 5.13.106 is the 5.13.x with one (spack-packages commit 4aa3eb3a29, PR #3973).
+    # 5.13.106 is the 5.13.x with one (builtin's recipe from spack-packages commit
+    # 4aa3eb3a29afaaf9b638b1ca5998fee2ec0fe7cf, #3973, first released in v2026.06.0).
     # Lustre sites select the builtin variant backends=lustre in their packages.yaml.
-    version("5.13.106", sha256="34c7ee498f7511f5255ffcfd94bee51264c6e4892063e2c2a172f2a4fd86062d", preferred=True)
+    version("5.13.106", sha256="34c7ee498f7511f5255ffcfd94bee51264c6e4892063e2c2a172f2a4fd86062d")
 
     # The archive path at the speed of the disk (iostack issue 26; each patch's header says
     # what it does and why, docs/fdb-performance.md has the measurements):

@@ -12,8 +12,9 @@ class Metkit(UpstreamTestsPackage, CrayPEPackage, BuiltinMetkit):
     """metkit, extended for iostack's sites."""
 
     # OpenIFS 49r1 pins metkit 1.11.19, for which no published checksum could be had here.
-    # 1.11.22 is the 1.11.x with one (spack-packages commit 4aa3eb3a29, PR #3973).
-    version("1.11.22", sha256="e2a2ea1532f9e187e37b807dbf35cd09325b2aef29bd5117203d57ba2e65a0d6", preferred=True)
+    # 1.11.22 is the 1.11.x with one (builtin's recipe from spack-packages commit
+    # 4aa3eb3a29afaaf9b638b1ca5998fee2ec0fe7cf, #3973, first released in v2026.06.0).
+    version("1.11.22", sha256="e2a2ea1532f9e187e37b807dbf35cd09325b2aef29bd5117203d57ba2e65a0d6")
 
     # decoding a GRIB message's key evaluates paramId once, not twice (FDB's message path;
     # iostack issue 26: the patch's header says why, docs/fdb-performance.md measures it)
