@@ -21,6 +21,7 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
     """ReFrame as the nightly sees it: the report it writes at --report-file, what it says
     about storing the session, and what `--list` loads (every check of the mode)."""
     calls = []
+    in_db: set[str] = set()     # the results DB, as --describe-stored-sessions reads it
 
     def run(target, extra=(), mode=None, env_extra=None, deadline=None, pass_fds=()):
         calls.append({"system": target.reframe_system, "extra": list(extra), "mode": mode, "env": env_extra,
@@ -31,7 +32,7 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(report))
             if stored:
-                said["stored"] = report.get("session_info", {}).get("uuid")
+                in_db.add(report.get("session_info", {}).get("uuid"))
         return reframe.Outcome(rc, said, timed_out)
 
     def list_checks(target, mode=None, env_extra=None):
@@ -40,6 +41,7 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
 
     monkeypatch.setattr(reframe, "reframe", run)
     monkeypatch.setattr(reframe, "list_checks", list_checks)
+    monkeypatch.setattr(nightly.results, "is_stored", lambda target, uuid: uuid in in_db)
     # the node's packages and the checkout's commit, as dpkg and git would say them
     monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: [])
     monkeypatch.setattr(nightly.provenance, "git_commit", lambda: "c0ffee" * 6 + "c0ff")
@@ -245,3 +247,14 @@ def test_deploy_s_regression_needs_only_what_set_up_installs_for_deploying(monke
     # what mode deploy runs is correctness only: no check of it is tagged performance
     assert not nightly.MODES["deploy"].checks & {"FdbThroughputCheck", "IorLayoutCheck",
                                                  "IO500Check", "MdtestScalingCheck"}
+
+
+def test_an_unknown_reframe_is_refused_before_it_runs(tmp_path, monkeypatch):
+    """The few lines of ReFrame's output iostack reads (a check file that did not load, an
+    error's wording) are read only from the release they were checked with."""
+    monkeypatch.setattr(reframe, "version", lambda exe: "5.0.0")
+    with pytest.raises(IostackError) as e:
+        reframe.list_checks(targets.of(tmp_path), "nightly")
+    assert str(e.value).startswith("ReFrame 5.0.0 at ") and "KNOWN_REFRAME" in str(e.value)
+    monkeypatch.setattr(reframe, "version", lambda exe: "4.10.4")
+    reframe.require_known_version(targets.settings())

@@ -211,12 +211,12 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, target: Target,
     if full:
         print(f"iostack: error: {full}")
     uuid = report.get("session_info", {}).get("uuid")
-    if uuid and outcome.notes.get("stored") == uuid:
+    if uuid and results.is_stored(target, uuid):
         regressions = history_regressions(report, target)
         for line in regressions:
             print(f"iostack: error: regression: {line}")
         return outcome.rc or (1 if full else 0) or (RC_REGRESSION if regressions else 0)
-    reason = outcome.notes.get("store_failed", "ReFrame did not say it stored it")
+    reason = outcome.notes.get("store_failed", "the results DB does not hold it")
     print(f"iostack: error: session {uuid} was NOT stored in the results DB "
           f"{db} ({reason}); its report is kept: once the DB is repaired "
           f"or moved aside, run `bin/iostack store-report --site {site} --system {system} "

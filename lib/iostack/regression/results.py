@@ -38,6 +38,19 @@ def stored_sessions(target: Target, period: str = ALL_TIME) -> list[dict]:
     return sorted(sessions, key=lambda s: s["session_info"].get("time_start_unix", 0))
 
 
+def is_stored(target: Target, uuid: str) -> bool:
+    """Whether the target's results DB holds session `uuid` (an unreadable DB: no)."""
+    exe = target.settings.venv / "bin" / "reframe"
+    proc = capture([str(exe), "-C", str(paths.REFRAME_CONFIG), "--system",
+                    target.reframe_system, "--describe-stored-sessions", uuid],
+                   env_extra=reframe.environment(target))
+    try:
+        return proc.returncode == 0 and any(
+            s.get("session_info", {}).get("uuid") == uuid for s in json.loads(proc.stdout))
+    except (json.JSONDecodeError, AttributeError):
+        return False
+
+
 #: how the comparison's two sides are named in ReFrame's table
 LATEST, EARLIER = "latest", "earlier"
 NO_DATA = "<no data>"
