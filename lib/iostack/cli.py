@@ -61,10 +61,12 @@ def cmd_deploy(args):
     root = paths.deploy_root(site, args.root)
     if not args.skip_regression:
         nightly.require_node_packages(args.reframe_args)
+        nightly.job_environment(site, args.account)     # refused before anything is built
 
     def regression(tree, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check
-        return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode)
+        return nightly.run(site, site, tree, extra=[*extras, *args.reframe_args], mode=args.mode,
+                           account=args.account)
 
     return deploy.deploy(env, root, deploy.check_buildcache_arg(args.buildcache),
                          None if args.skip_regression else regression,
@@ -181,7 +183,7 @@ def cmd_nightly(args):
         digest = image.verify_mounted(pathlib.Path(args.image).resolve(), tree)
         extras += ["--session-extras", f"image_sha256={digest}"]
     return nightly.run(site, args.system or site, tree, extra=[*extras, *args.reframe_args],
-                       mode=args.mode)
+                       mode=args.mode, account=args.account)
 
 
 def _release(root, release_id):
@@ -328,6 +330,11 @@ def parser():
     p = sub.add_parser("sites", help="list the sites")
     p.set_defaults(func=cmd_sites)
 
+    def account_arg(p):
+        p.add_argument("--account", metavar="NAME",
+                       help="Slurm account the jobs charge (default: the site's facts, "
+                            "sites/<site>.yaml account.name)")
+
     def site_args(p, env=False):
         p.add_argument("--site", default="local", help="site name (default: local)")
         p.add_argument("--root", help="deployment root (default: $IOSTACK_ROOT or deploy/<site>)")
@@ -343,6 +350,7 @@ def parser():
                    help="install from this signed build cache only (trusting the keys it "
                         "ships), building nothing")
     p.add_argument("--mode", default="nightly", help="ReFrame mode of the regression (nightly, weekly)")
+    account_arg(p)
     p.add_argument("--no-switch", action="store_true",
                    help="build and validate the release, but leave `current` where it is")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
@@ -374,6 +382,7 @@ def parser():
     site_args(p)
     p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
     p.add_argument("--mode", default="nightly", help="ReFrame mode (nightly, weekly)")
+    account_arg(p)
     p.add_argument("--image", metavar="FILE",
                    help="the release runs from this image, mounted at the root: check it is "
                         "what is mounted and record its sha256 with the session")

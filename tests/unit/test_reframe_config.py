@@ -100,7 +100,7 @@ def test_cray_ex_compute_and_its_programming_environments(config):
     p = partition(config, "cray-ex:compute")
     assert p["scheduler"] == "slurm" and p["launcher"] == "srun"
     assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
-    assert p["access"] == ["--partition=standard", "--qos=standard"]
+    assert p["access"] == ["--partition=standard", "--qos=standard", "--account=x01"]
     # every srun: one task per core, CCXs filled in turn [ARCHER2-Scheduler] [EPCC-ReFrame]
     assert p["extras"]["launcher_options"] == ["--hint=nomultithread", "--distribution=block:block"]
     assert "mpi_launcher_options" not in p["extras"]
@@ -121,10 +121,24 @@ def test_cray_ex_serial_is_shared_and_each_job_names_its_memory(config):
     """[ARCHER2-Analysis]: ReFrame gives --ntasks; the access gives --mem; the jobs ReFrame
     runs there at once stay within what QoS serial lets one user hold (32 cores, 125 GB)."""
     p = partition(config, "cray-ex:serial")
-    assert p["access"] == ["--partition=serial", "--qos=serial", "--mem=16G"]
+    assert p["access"] == ["--partition=serial", "--qos=serial", "--mem=16G", "--account=x01"]
     assert p["environs"] == ["PrgEnv-gnu"] and p["launcher"] == "local"
     assert p["max_jobs"] * p["processor"]["num_cpus"] <= 32
     assert p["max_jobs"] * 16 <= 125
+
+
+def test_every_job_of_a_site_that_requires_an_account_names_one(monkeypatch, tmp_path):
+    """[ARCHER2-Scheduler]: every ARCHER2 job names its budget; the nightly's --account
+    (IOSTACK_ACCOUNT) replaces the facts' one; a site that needs none names none."""
+    config = load_config(monkeypatch, tmp_path)
+    for name in ("cray-ex:compute", "cray-ex:serial"):
+        assert "--account=x01" in partition(config, name)["access"]
+    for p in systems(config)["oci-bm-optimized3"]["partitions"]:
+        assert not [a for a in p["access"] if a.startswith("--account")]
+    monkeypatch.setenv("IOSTACK_ACCOUNT", "t01-test")
+    config = load_config(monkeypatch, tmp_path)
+    assert [a for a in partition(config, "cray-ex:compute")["access"]
+            if a.startswith("--account")] == ["--account=t01-test"]
 
 
 def test_oci_binds_as_oci_openfoam_says(config):

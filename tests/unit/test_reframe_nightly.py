@@ -2,6 +2,7 @@
 missing baseline is explained with the command that records one, and the verdict is true:
 a session the DB did not store, a check that did not load, an unknown system or mode, a
 run out of time each fail with one line saying so."""
+import dataclasses
 import json
 import os
 import re
@@ -221,3 +222,25 @@ def test_a_second_run_waits_for_the_lock_then_names_its_holder(tmp_path, monkeyp
     assert "and this run's time is up; nothing was run" in str(e.value)
     with runlock.hold(lock, clock.monotonic()):      # released: taken at once, no wait
         pass
+
+
+def test_a_site_that_requires_an_account_and_has_none_is_refused_before_reframe(
+        tmp_path, monkeypatch, capsys):
+    """ARCHER2 refuses every job without --account [ARCHER2-Scheduler]: with none in the
+    facts and none given, `bin/iostack nightly` says so in one line and ReFrame never starts;
+    given one, ReFrame's configuration gets it (IOSTACK_ACCOUNT)."""
+    from iostack import cli
+    from iostack.site import facts as site_facts
+
+    calls = fake_reframe(tmp_path, monkeypatch, real_report([PASS]))
+    cray = site_facts.load("cray-ex")
+    nameless = dataclasses.replace(cray, account={**cray.account, "name": None})
+    monkeypatch.setattr(site_facts, "load", lambda site: nameless)
+    assert cli.main(["nightly", "--site", "cray-ex", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("iostack: error: site cray-ex: its "
+                                                   "scheduler refuses every job without an account")
+    assert calls == []
+    monkeypatch.setattr(nightly, "preflight", lambda *a: None)
+    nightly.run("cray-ex", "cray-ex", tmp_path, account="t01")
+    assert [c["env"] for c in calls] == [{"IOSTACK_ACCOUNT": "t01"}]

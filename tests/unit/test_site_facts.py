@@ -131,6 +131,32 @@ def test_cray_ex_serial_nodes_are_shared_data_analysis_nodes():
     assert jobs_at_once * int(serial.slurm["mem"].rstrip("G")) <= 125
 
 
+def test_the_account_a_job_charges(tmp_path):
+    """[ARCHER2-Scheduler]: sbatch refuses a job without --account. The facts give one, the
+    operator may give another of the centre's form; where the centre requires one and none
+    is given, one line says so before anything is submitted; a site that needs none gets
+    none."""
+    cray = site_facts.load("cray-ex")
+    assert cray.slurm_account() == "x01"
+    assert cray.slurm_account("t01-test") == "t01-test"
+    with pytest.raises(site_facts.FactsError) as e:
+        cray.slurm_account("project_465000001")
+    assert "not of the form its centre's accounts have" in str(e.value)
+    data = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
+    del data["account"]["name"]
+    path = tmp_path / "cray-ex.yaml"
+    path.write_text(yaml.safe_dump(data))
+    nameless = site_facts.read(path)
+    with pytest.raises(site_facts.FactsError) as e:
+        nameless.slurm_account()
+    assert str(e.value) == (
+        "site cray-ex: its scheduler refuses every job without an account (sites/cray-ex.yaml "
+        "account.required): give one with --account NAME or as sites/cray-ex.yaml "
+        "account.name; nothing was submitted")
+    assert nameless.slurm_account("t01") == "t01"
+    assert site_facts.load("local").slurm_account() is None
+
+
 def test_a_file_system_some_nodes_do_not_mount_is_no_scratch_of_theirs(tmp_path):
     """ARCHER2's /home is not on its compute nodes [ARCHER2-Data]: a scratch there is refused."""
     data = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
@@ -203,6 +229,8 @@ def test_a_multi_node_cluster_with_scratch_per_node_is_described(tmp_path):
     ({"nodes.compute.slurm": None}, "compute nodes of a Slurm site need slurm: partition"),
     ({"name": "other"}, "name 'other' differs from the file's name 'cray-ex'"),
     ({"nodes.compute.hostnames": ["nid(\\d+"]}, "is not a regular expression"),
+    ({"account.name": "project_465000001"}, "account/name: 'project_465000001' is not of the form"),
+    ({"account.pattern": "[a-"}, "account/pattern: '[a-' is not a regular expression"),
 ])
 def test_wrong_facts_are_one_line_naming_the_file_and_field(tmp_path, change, message):
     data = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
@@ -436,6 +464,11 @@ def inventory_disagreements(site: str) -> list[str]:
     site_vars = variables("deploy")
     if site_vars.get("iostack_site") != site:
         problems.append(f"{where}: iostack_site is {site_vars.get('iostack_site')!r}")
+    account = (facts.account or {}).get("name")
+    if site_vars.get("iostack_account") != account:
+        problems.append(f"{where}: iostack_account (the nightly timer's --account) is "
+                        f"{site_vars.get('iostack_account')!r}, the facts' account.name "
+                        f"{account!r}")
     root = str(site_vars.get("iostack_root", ""))
     if facts.scheduler == "slurm":
         # every node a job runs on loads the stack from there

@@ -140,9 +140,9 @@ def history_regressions(report: dict, system: str, root: pathlib.Path) -> list[s
     return lines
 
 
-def preflight(site: str, system: str, root: pathlib.Path, mode: str) -> None:
+def preflight(site: str, system: str, root: pathlib.Path, mode: str, env=None) -> None:
     """ReFrame knows the system and the mode, and every check the mode must run loads."""
-    listing = reframe.list_checks(system, root, mode)
+    listing = reframe.list_checks(system, root, mode, env_extra=env)
     config = paths.REFRAME_CONFIG.relative_to(paths.REPO)
     if "requested system" in listing.error:
         known = ", ".join(facts.reframe_systems())
@@ -224,8 +224,22 @@ def require_node_packages(extra=()) -> None:
             "(-- -n CHECK), or deploy with --skip-regression")
 
 
-def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly") -> int:
+#: how the account a run's jobs charge reaches ReFrame's configuration
+ACCOUNT_ENV = "IOSTACK_ACCOUNT"
+
+
+def job_environment(site: str, account: str | None = None) -> dict[str, str]:
+    """What ReFrame's configuration needs beside the facts to submit this site's jobs: the
+    account they charge (`account`, else the facts'). FactsError, one line, when the
+    centre refuses jobs without one and there is none: before anything is submitted."""
+    name = facts.load(site).slurm_account(account)
+    return {ACCOUNT_ENV: name} if name else {}
+
+
+def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly",
+        account: str | None = None) -> int:
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
+    env = job_environment(site, account)
     state_dir = reframe.state_dir(root)
     state = roots.require_writable(state_dir.parent, state_dir.name)
     # one run at a time on a deployment, whichever of its releases each tests
@@ -233,12 +247,12 @@ def run(site: str, system: str, root: pathlib.Path, extra=(), mode="nightly") ->
         roots.require_writable(layout.deployment_of(root), "reframe")
     require_node_packages(extra)
     with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
-        preflight(site, system, root, mode)
+        preflight(site, system, root, mode, env)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         report_path = state / "reports" / f"run-report-{stamp}-{os.getpid()}.json"
         extras = ",".join(f"{k}={v}" for k, v in session_extras(site).items())
         outcome = reframe.reframe(
             system, root, mode=mode, deadline=deadline,
             extra=["--session-extras", extras, "--report-file", report_path, *extra],
-            pass_fds=(lock_fd,))
+            env_extra=env, pass_fds=(lock_fd,))
         return verdict(outcome, report_path, site, system, root, mode, extra)

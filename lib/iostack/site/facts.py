@@ -114,6 +114,27 @@ class Site:
     file_systems: tuple[dict, ...]
     nodes: dict[str, NodeGroup]
     programming_environment: dict | None = None
+    account: dict | None = None
+
+    def slurm_account(self, given: str | None = None) -> str | None:
+        """The Slurm account this site's jobs charge: `given` (bin/iostack's --account), else
+        the facts' `account.name`; None where the centre needs none. FactsError, one line,
+        where the centre refuses jobs without one and none is given, or one not of the
+        centre's form."""
+        policy = self.account or {}
+        name = given or policy.get("name")
+        where = f"sites/{self.name}.yaml account"
+        if not name:
+            if policy.get("required"):
+                raise FactsError(f"site {self.name}: its scheduler refuses every job without "
+                                 f"an account ({where}.required): give one with --account "
+                                 f"NAME or as {where}.name; nothing was submitted")
+            return None
+        if policy.get("pattern") and not re.fullmatch(policy["pattern"], name):
+            raise FactsError(f"site {self.name}: account {name!r} is not of the form its "
+                             f"centre's accounts have ({where}.pattern "
+                             f"{policy['pattern']!r}); nothing was submitted")
+        return name
 
     @property
     def target(self) -> str:
@@ -175,6 +196,7 @@ def read(path: pathlib.Path) -> Site:
         scheduler=data["scheduler"], systems=tuple(data.get("systems") or [data["name"]]),
         file_systems=tuple({"shared": True, **fs} for fs in data.get("file_systems", [])),
         programming_environment=data.get("programming_environment"),
+        account=data.get("account"),
         nodes={name: NodeGroup(name=name, **_group_fields(group))
                for name, group in data["nodes"].items()})
     problem = _inconsistency(site, path)
@@ -198,6 +220,15 @@ def _inconsistency(site: Site, path: pathlib.Path) -> str | None:
     if len(targets) != 1:
         return (f"the node groups' cpu targets are {sorted(targets)}; the stack is built for "
                 "one target, so give exactly one")
+    account = site.account or {}
+    if "pattern" in account:
+        try:
+            re.compile(account["pattern"])
+        except re.error as e:
+            return f"account/pattern: {account['pattern']!r} is not a regular expression: {e}"
+        if "name" in account and not re.fullmatch(account["pattern"], account["name"]):
+            return (f"account/name: {account['name']!r} is not of the form account/pattern "
+                    f"{account['pattern']!r}")
     for fs in site.file_systems:
         unknown = sorted(set(fs.get("nodes", [])) - set(site.nodes))
         if unknown:
