@@ -27,6 +27,8 @@
 #   launcher_options  options every parallel launch of the partition gets (binding)
 #   mem_per_node      MiB of memory a job may use on a node (the EESSI test-suite's name)
 #   mpi_launcher_options  options of MPI launches only (PMI selection)
+#   cpu_freq_khz      the CPU frequency cap performance checks ask for (SLURM_CPU_FREQ_REQ),
+#                     where the site sets one (the facts' cpu_frequency.performance_khz)
 # Environment `extras`:
 #   app_modules       {feature: [modules]} the app checks load for an application
 #                     feature; none where the application is on PATH (Debian's)
@@ -176,6 +178,8 @@ def _slurm_partition(facts, group, features, **settings):
         extras['launcher_options'] = nodes.srun_options()
     if nodes.mpi_launcher_options():
         extras['mpi_launcher_options'] = nodes.mpi_launcher_options()
+    if (nodes.cpu_frequency or {}).get('performance_khz'):
+        extras['cpu_freq_khz'] = nodes.cpu_frequency['performance_khz']
     partition = {
         'scheduler': 'slurm',
         'access': nodes.slurm_access() + _account_access(facts) + settings.pop('access', []),

@@ -106,6 +106,8 @@ def test_cray_ex_compute_and_its_programming_environments(config):
     assert "mpi_launcher_options" not in p["extras"]
     assert (p["processor"]["arch"], p["processor"]["num_cpus"]) == ("zen2", 128)
     assert p["extras"]["io_dir"] == "/work/x01/x01/iostack-rfm"
+    # [ARCHER2-Energy]: performance checks ask for 2.25 GHz, not the 2.0 GHz default cap
+    assert p["extras"]["cpu_freq_khz"] == 2250000
     assert set(p["environs"]) == {"PrgEnv-cray", "PrgEnv-gnu"}
     envs = {e["name"]: e for e in config["environments"]}
     for name in ("PrgEnv-cray", "PrgEnv-gnu"):

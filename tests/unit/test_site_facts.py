@@ -231,6 +231,8 @@ def test_a_multi_node_cluster_with_scratch_per_node_is_described(tmp_path):
     ({"nodes.compute.hostnames": ["nid(\\d+"]}, "is not a regular expression"),
     ({"account.name": "project_465000001"}, "account/name: 'project_465000001' is not of the form"),
     ({"account.pattern": "[a-"}, "account/pattern: '[a-' is not a regular expression"),
+    ({"nodes.compute.cpu_frequency.performance_khz": 2800000},
+     "nodes/compute/cpu_frequency/performance_khz: 2800000 is not one of available_khz"),
 ])
 def test_wrong_facts_are_one_line_naming_the_file_and_field(tmp_path, change, message):
     data = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())

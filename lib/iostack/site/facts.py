@@ -41,6 +41,7 @@ class NodeGroup:
     slurm: dict | None = None
     rdma: dict | None = None
     bmc: dict | None = None
+    cpu_frequency: dict | None = None
 
     def scratch_of(self, host: str) -> str | None:
         """The scratch directory of one node ({host} is the node's name)."""
@@ -247,6 +248,11 @@ def _inconsistency(site: Site, path: pathlib.Path) -> str | None:
                        if group.name in fs.get("nodes", site.nodes)]
             return (f"nodes/{group.name}/scratch: {group.scratch} is on none of the file_systems "
                     f"these nodes mount ({', '.join(mounted) or 'none declared'})")
+        freq = group.cpu_frequency or {}
+        for key in ("default_khz", "performance_khz"):
+            if key in freq and freq[key] not in freq["available_khz"]:
+                return (f"nodes/{group.name}/cpu_frequency/{key}: {freq[key]} is not one of "
+                        f"available_khz {freq['available_khz']}")
         if site.scheduler == "slurm" and group.cpu and not group.slurm:
             return f"nodes/{group.name}: compute nodes of a Slurm site need slurm: partition"
         for pattern in group.hostnames:
