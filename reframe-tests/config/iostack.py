@@ -130,13 +130,13 @@ def _local_stack_apps():
 _LOCAL_STACK_APPS = _local_stack_apps()
 
 _LOCAL = site_facts.load('local')
-_CRAY_EX = site_facts.load('cray-ex')
 _OCI = site_facts.load('oci-bm-optimized3')
-# The sites whose systems are written below; every other site (one `bin/iostack site init`
-# wrote) gets its system from its facts alone (_facts_system). site_facts.reframe_systems()
-# reads this list.
-_WRITTEN_HERE = ['local', 'cray-ex', 'oci-bm-optimized3']
+# The sites whose systems are written below; every other site gets its system from its facts
+# alone (_facts_system): the HPE Cray EX sites (cray-ex, setonix: _cray_system) and those
+# `bin/iostack site init` wrote. site_facts.reframe_systems() reads this list.
+_WRITTEN_HERE = ['local', 'oci-bm-optimized3']
 _FROM_FACTS = [site_facts.load(name) for name in site_facts.names() if name not in _WRITTEN_HERE]
+_CRAY_SITES = [facts for facts in _FROM_FACTS if facts.programming_environment]
 
 
 def _ucx_env(rdma):
@@ -195,22 +195,43 @@ def _slurm_partition(facts, group, features, **settings):
     return partition
 
 
-def _cray_pe_environment(prgenv, features, extras, modules):
-    """A PrgEnv of the Cray site, as its users compile [ARCHER2-DevEnv]: the release's
-    cpe module first (it pins every PE module to the release the stack was built with),
-    then the PrgEnv, then `iostack` (modulefiles/iostack: the stack's modules of that
-    compiler), then the stack's modules; the drivers cc/CC/ftn; and the release's libraries
-    first on LD_LIBRARY_PATH, which a non-default release needs at run time."""
-    pe = _CRAY_EX.programming_environment
-    return {
-        'name': prgenv,
-        'target_systems': ['cray-ex'],
-        'modules': [f"cpe/{pe['release']}", prgenv, 'iostack'] + modules,
-        'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
-        'env_vars': [['LD_LIBRARY_PATH', '$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH']],
-        'features': features,
-        'extras': extras,
-    }
+# What each PrgEnv of a Cray site runs ([OIFS-HECToR]): the support libraries built with CCE
+# for the compute nodes (and OpenIFS), and with GNU for the login and serial nodes, with the
+# I/O benchmarks; by the compiler family of the PrgEnv (spack-env/sites/<site>/spack.yaml
+# builds the same two stacks on every Cray site).
+_CRAY_STACKS = {
+    'cce': (['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
+            {'app_modules': {'openifs': ['openifs']}}, ['eccodes', 'fdb', 'fio']),
+    'gcc': (['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
+             'netcdf-output-bench', 'fdb-archive-bench'],
+            {'app_modules': {'ior': ['ior'], 'io500': ['io500'],
+                             'netcdf': ['netcdf-c', 'parallel-netcdf'],
+                             'netcdf-output-bench': ['netcdf-output-bench'],
+                             'fdb-archive-bench': ['fdb-archive-bench']}},
+            ['eccodes', 'fdb', 'fio']),
+}
+
+
+def _cray_pe_environments(facts):
+    """The PrgEnvs of a Cray site, as its users compile [ARCHER2-DevEnv]: the release's cpe
+    module first (it pins every PE module to the release the stack was built with), then the
+    PrgEnv, then `iostack` (modulefiles/iostack: the stack's modules of that compiler), then
+    the stack's modules; the drivers cc/CC/ftn; and the release's libraries first on
+    LD_LIBRARY_PATH, which a non-default release needs at run time."""
+    pe = facts.programming_environment
+    environments = []
+    for prgenv, entry in pe['prgenvs'].items():
+        features, extras, modules = _CRAY_STACKS[entry['compiler'].split('@')[0]]
+        environments.append({
+            'name': prgenv,
+            'target_systems': [facts.name],
+            'modules': [f"cpe/{pe['release']}", prgenv, 'iostack'] + modules,
+            'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
+            'env_vars': [['LD_LIBRARY_PATH', '$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH']],
+            'features': features,
+            'extras': extras,
+        })
+    return environments
 
 
 def _oci_partition(nps):
@@ -228,9 +249,42 @@ def _oci_partition(nps):
     )
 
 
-# The data-analysis nodes of cray-ex are shared: this many jobs at a time, each asking for
-# the cores and memory of sites/cray-ex.yaml, stay within QoS serial [ARCHER2-Scheduler].
-_CRAY_EX_SERIAL_JOBS = 4
+# Nodes shared between jobs (cray-ex's data-analysis nodes): this many jobs at a time, each
+# asking for the cores and memory of the facts, stay within what one user may hold there
+# (QoS serial [ARCHER2-Scheduler]).
+_SHARED_NODE_JOBS = 4
+
+
+def _cray_system(facts):
+    """An HPE Cray EX site ([OIFS-HECToR]'s platform), from its facts alone: every Slurm
+    node group is a partition; nodes of its own run the PrgEnvs' stacks through srun, with the
+    facts' placement options on every srun (ARCHER2's one task per core, blocks of CCXs
+    [ARCHER2-Scheduler] [EPCC-ReFrame]); nodes shared between jobs run the GNU tools and
+    post-processing ([OIFS-HECToR]; ARCHER2's data-analysis nodes [ARCHER2-Analysis])."""
+    prgenvs = list(facts.programming_environment['prgenvs'])
+    gnu = [p for p, e in facts.programming_environment['prgenvs'].items()
+           if e['compiler'].startswith('gcc@')]
+    partitions = []
+    for group in facts.nodes.values():
+        if not group.slurm:
+            continue
+        if group.slurm.get('shared'):
+            partitions.append(_slurm_partition(
+                facts, group.name, ['fdb', 'grib', 'cpu'], name=group.name,
+                descr=f'{group.name} nodes (shared) for GNU tools and post-processing',
+                launcher='local', environs=gnu, max_jobs=_SHARED_NODE_JOBS, time_limit='1h'))
+        else:
+            partitions.append(_slurm_partition(
+                facts, group.name, ['fdb', 'grib', 'mpi', 'cpu'], name=group.name,
+                descr=f'{group.name} nodes ({group.summary()})', launcher='srun',
+                environs=prgenvs, max_jobs=16, time_limit='2h'))
+    return {
+        'name': facts.name,
+        'descr': facts.description,
+        'hostnames': facts.hostnames,
+        'modules_system': _SITE_MODULES,
+        'partitions': partitions,
+    }
 
 
 # local-cluster: this machine as a multi-node Slurm cluster (`iostack-testbed cluster up`,
@@ -257,9 +311,11 @@ def _local_cluster_partition(nps):
 
 
 def _facts_system(facts):
-    """The system of a site no code here describes: its node as `local` (the local
-    scheduler), or a partition per Slurm node group; environments `stack` and, on Debian,
-    `builtin` (its packages on PATH)."""
+    """The system of a site no code here describes: a Cray site's (_cray_system); else its
+    node as `local` (the local scheduler), or a partition per Slurm node group; environments
+    `stack` and, on Debian, `builtin` (its packages on PATH)."""
+    if facts.programming_environment:
+        return _cray_system(facts)
     environs = ['builtin', 'stack'] if facts.os.startswith('debian') else ['stack']
     if facts.scheduler == 'local':
         (nodes,) = facts.nodes.values()
@@ -362,38 +418,6 @@ site_configuration = {
             'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],
         },
         {
-            # HPE Cray EX, Lustre ([OIFS-HECToR]'s platform), ARCHER2-class: every srun on the
-            # compute nodes places one task per core, blocks of CCXs [ARCHER2-Scheduler]
-            # [EPCC-ReFrame] (the facts' srun options, as launcher_options)
-            'name': 'cray-ex',
-            'descr': _CRAY_EX.description,
-            'hostnames': _CRAY_EX.hostnames,
-            'modules_system': _SITE_MODULES,
-            'partitions': [
-                _slurm_partition(
-                    _CRAY_EX, 'compute', ['fdb', 'grib', 'mpi', 'cpu'],
-                    name='compute',
-                    descr=f"compute nodes ({_CRAY_EX.nodes['compute'].summary()})",
-                    launcher='srun',
-                    environs=['PrgEnv-cray', 'PrgEnv-gnu'],
-                    max_jobs=16,
-                    time_limit='2h',
-                ),
-                # [OIFS-HECToR]: GNU builds for the login/serial nodes (post-processing), on
-                # ARCHER2's shared data-analysis nodes [ARCHER2-Analysis]: a job asks for its
-                # cores (ReFrame's --ntasks) and memory (the facts' --mem in access)
-                _slurm_partition(
-                    _CRAY_EX, 'serial', ['fdb', 'grib', 'cpu'],
-                    name='serial',
-                    descr='data-analysis nodes (shared) for GNU tools and post-processing',
-                    launcher='local',
-                    environs=['PrgEnv-gnu'],
-                    max_jobs=_CRAY_EX_SERIAL_JOBS,
-                    time_limit='1h',
-                ),
-            ],
-        },
-        {
             # Oracle Cloud BM.Optimized3.36 cluster [OCI-OpenFOAM]: one Slurm partition per
             # NPS mode, the case on local NVMe.
             'name': 'oci-bm-optimized3',
@@ -427,7 +451,8 @@ site_configuration = {
             # Needs a deployed root; without one, run the checks in `builtin`
             # (`-S valid_prog_environs=builtin`).
             'name': 'stack',
-            'target_systems': ['local', 'local-slurm', *[f.name for f in _FROM_FACTS]],
+            'target_systems': ['local', 'local-slurm',
+                               *[f.name for f in _FROM_FACTS if f not in _CRAY_SITES]],
             'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage', 'fdb-archive-bench',
                         'netcdf-output-bench'],
             **_MPI_ENVIRONMENT,
@@ -439,19 +464,7 @@ site_configuration = {
             'extras': {'other_fdb_bin': '/usr/bin', 'app_modules': _LOCAL_STACK_APPS,
                        **_OPENMP_FLAG},
         },
-        # [OIFS-HECToR]: the support libraries built with CCE for compute nodes ...
-        _cray_pe_environment(
-            'PrgEnv-cray', ['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
-            {'app_modules': {'openifs': ['openifs']}}, ['eccodes', 'fdb', 'fio']),
-        # ... and with GNU for login/serial nodes.
-        _cray_pe_environment(
-            'PrgEnv-gnu', ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
-                           'netcdf-output-bench', 'fdb-archive-bench'],
-            {'app_modules': {'ior': ['ior'], 'io500': ['io500'],
-                             'netcdf': ['netcdf-c', 'parallel-netcdf'],
-                             'netcdf-output-bench': ['netcdf-output-bench'],
-                             'fdb-archive-bench': ['fdb-archive-bench']}},
-            ['eccodes', 'fdb', 'fio']),
+        *[e for facts in _CRAY_SITES for e in _cray_pe_environments(facts)],
         {
             'name': 'gnu',
             'target_systems': ['oci-bm-optimized3'],

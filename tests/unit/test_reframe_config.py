@@ -35,6 +35,12 @@ def systems(config):
     return {s["name"]: s for s in config["systems"]}
 
 
+def environment(config, name, system):
+    """The environment `name` a system gets (the Cray sites each have their PrgEnvs)."""
+    return next(e for e in config["environments"]
+                if e["name"] == name and system in e["target_systems"])
+
+
 def partition(config, fullname):
     system, part = fullname.split(":")
     return next(p for p in systems(config)[system]["partitions"] if p["name"] == part)
@@ -42,7 +48,7 @@ def partition(config, fullname):
 
 def test_the_sites_and_local_slurm_are_systems(config):
     assert set(systems(config)) == {"local", "local-slurm", "local-cluster", "cray-ex",
-                                    "oci-bm-optimized3"}
+                                    "setonix", "oci-bm-optimized3"}
 
 
 def test_local_cluster_partitions_are_named_as_on_oci(config):
@@ -79,13 +85,11 @@ def test_local_slurm_submits_where_the_test_beds_slurm_runs_jobs(config, tmp_pat
 
 
 def test_every_partition_can_run_the_fdb_checks(config):
-    envs = {e["name"]: e for e in config["environments"]}
     for system in config["systems"]:
         for p in system["partitions"]:
             assert {"fdb", "grib"} <= set(p["features"]), p["name"]
-            for env in p["environs"]:
-                assert system["name"] in envs[env]["target_systems"]
-            assert any("fdb" in envs[env]["features"] for env in p["environs"])
+            envs = [environment(config, env, system["name"]) for env in p["environs"]]
+            assert any("fdb" in env["features"] for env in envs)
 
 
 def test_io_size_feature_splits_ci_nodes_from_clusters(config):
@@ -109,7 +113,7 @@ def test_cray_ex_compute_and_its_programming_environments(config):
     # [ARCHER2-Energy]: performance checks ask for 2.25 GHz, not the 2.0 GHz default cap
     assert p["extras"]["cpu_freq_khz"] == 2250000
     assert set(p["environs"]) == {"PrgEnv-cray", "PrgEnv-gnu"}
-    envs = {e["name"]: e for e in config["environments"]}
+    envs = {e["name"]: e for e in config["environments"] if "cray-ex" in e["target_systems"]}
     for name in ("PrgEnv-cray", "PrgEnv-gnu"):
         # the release first, then the PrgEnv, then the stack [ARCHER2-DevEnv]
         assert envs[name]["modules"][:3] == ["cpe/23.09", name, "iostack"]
@@ -141,6 +145,27 @@ def test_every_job_of_a_site_that_requires_an_account_names_one(monkeypatch, tmp
     config = load_config(monkeypatch, tmp_path)
     assert [a for a in partition(config, "cray-ex:compute")["access"]
             if a.startswith("--account")] == ["--account=t01-test"]
+
+
+def test_setonix_is_the_same_cray_system_with_its_own_facts(config):
+    """Setonix, built by the same code as cray-ex from its facts alone: Pawsey's work
+    partition, whole nodes asked for (they are shared by default), its project, CPE 25.03's
+    PrgEnvs, /scratch."""
+    (p,) = systems(config)["setonix"]["partitions"]
+    assert p["name"] == "compute" and (p["scheduler"], p["launcher"]) == ("slurm", "srun")
+    assert p["access"] == ["--partition=work", "--exclusive", "--account=pawsey0001"]
+    assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
+    assert p["extras"]["io_dir"] == "/scratch/pawsey0001/iostack-rfm"
+    assert "cpu_freq_khz" not in p["extras"] and "launcher_options" not in p["extras"]
+    assert (p["processor"]["arch"], p["processor"]["num_cpus"]) == ("zen3", 256)
+    for name in ("PrgEnv-cray", "PrgEnv-gnu"):
+        env = environment(config, name, "setonix")
+        assert env["target_systems"] == ["setonix"]
+        assert env["modules"][:3] == ["cpe/25.03", name, "iostack"]
+        # the same stacks as cray-ex's: only the release differs
+        cray = environment(config, name, "cray-ex")
+        assert env["modules"][3:] == cray["modules"][3:]
+        assert env["features"] == cray["features"]
 
 
 def test_oci_binds_as_oci_openfoam_says(config):
@@ -247,7 +272,8 @@ def test_every_module_an_environment_loads_is_in_its_sites_lock(config):
 
 
 def test_a_module_the_lock_lacks_or_builds_with_another_compiler_is_named(config):
-    envs = {e["name"]: e for e in config["environments"]}
+    envs = {e["name"]: e for e in config["environments"]
+            if e["target_systems"] != ["setonix"]}
     gnu = dict(envs["gnu"], modules=envs["gnu"]["modules"] + ["openifs"])
     assert module_problems(gnu, "oci-bm-optimized3") == [
         "gnu@oci-bm-optimized3: module openifs: no such package in "

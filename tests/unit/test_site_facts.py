@@ -94,8 +94,8 @@ def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp
 
 # ---- the facts files themselves ----------------------------------------------------------
 
-def test_the_three_sites_and_their_systems():
-    assert site_facts.names() == ["cray-ex", "local", "oci-bm-optimized3"]
+def test_the_four_sites_and_their_systems():
+    assert site_facts.names() == ["cray-ex", "local", "oci-bm-optimized3", "setonix"]
     assert site_facts.load("local").systems == ("local", "local-slurm", "local-cluster")
     assert site_facts.load("cray-ex").systems == ("cray-ex",)
 
@@ -116,6 +116,27 @@ def test_cray_ex_is_archer2_class_zen2():
     assert cray.io_features("compute") == ["lustre"]
     assert compute.bmc_address_of("nid001000") == "nid001000-bmc"
     assert cray.programming_environment["release"] == "23.09"
+
+
+def test_setonix_is_a_cray_ex_in_service_and_differs_in_facts_only():
+    """[Pawsey-Setonix] [Pawsey-Spack]: 2 x 64-core Milan (zen3), SMT on, NPS4, 256 GB; CPE
+    25.03 (CCE 19.0.0, gcc 14.2.0, cray-mpich 8.1.32); partition work, nodes shared unless a
+    job asks for them whole; /scratch for jobs' data; the project Pawsey's own jobs charge."""
+    setonix = site_facts.load("setonix")
+    compute = setonix.nodes["compute"]
+    assert (setonix.os, setonix.libc, setonix.target) == ("sles15", "glibc@2.31", "zen3")
+    assert compute.summary() == "2 x 64-core AMD EPYC 7763, SMT on, NPS4"
+    assert compute.slurm_access() == ["--partition=work", "--exclusive"]
+    assert setonix.slurm_account() == "pawsey0001" and not setonix.account["required"]
+    pe = setonix.programming_environment
+    assert pe["release"] == "25.03" and pe["mpi"] == "cray-mpich@8.1.32"
+    assert {e["compiler"] for e in pe["prgenvs"].values()} == {"cce@19.0.0", "gcc@14.2.0"}
+    assert setonix.io_features("compute") == ["lustre"]
+    # what it shares with cray-ex is the shape of its facts: the same keys, other values
+    cray = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
+    mine = yaml.safe_load((site_facts.FACTS / "setonix.yaml").read_text())
+    assert set(mine) == set(cray) and set(mine["programming_environment"]) == set(
+        cray["programming_environment"])
 
 
 def test_cray_ex_serial_nodes_are_shared_data_analysis_nodes():

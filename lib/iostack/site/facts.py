@@ -56,8 +56,8 @@ class NodeGroup:
         jobs, the memory it asks for: ReFrame gives --ntasks itself)."""
         if not self.slurm:
             return []
-        return [f"--{key}={self.slurm[key]}" for key in ("partition", "qos", "mem")
-                if key in self.slurm]
+        return ([f"--{key}={self.slurm[key]}" for key in ("partition", "qos", "mem")
+                 if key in self.slurm] + (["--exclusive"] if self.slurm.get("exclusive") else []))
 
     def srun_options(self) -> list[str]:
         """Options every srun on these nodes needs (the site's placement rules)."""
