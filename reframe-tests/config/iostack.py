@@ -107,10 +107,6 @@ _OPENMP_FLAG = {'omp_flag': '-fopenmp'}
 # (iostack_rfm.slots).
 _LOCAL_PREPARE += [slots.share_host(_STATE)]
 
-# [OCI-OpenFOAM]: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
-# block:cyclic (ranks fill a node, then round-robin over its sockets).
-_OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
-
 # Applications of the local stack that only some of its environments deploy (spack-env/sites/
 # local/: MultIO in every one, OpenIFS in `nwp`): offered by the `stack` environment where
 # the deployment's lock has them (the release's, in its regression; else the committed one).
@@ -241,11 +237,9 @@ def _oci_partition(nps):
         name=f'nps{nps}',
         descr=f"{nodes.bmc['shape']} nodes ({nodes.summary()}), local NVMe",
         launcher='srun',
-        access=['--exclusive'],
         environs=['gnu'],
         max_jobs=4,
         time_limit='3h',
-        extras={'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic']},
     )
 
 
@@ -290,14 +284,14 @@ def _cray_system(facts):
 # local-cluster: this machine as a multi-node Slurm cluster (`iostack-testbed cluster up`,
 # tools/testbed/iostack_testbed/cluster.py), nodes as ansible/inventories/local-cluster describes them, each
 # with its own XFS at the OCI scratch path. Partitions are named as on OCI, one per NPS
-# (Slurm partitions compute-nps1/-nps2). Every node claims this machine's CPUs.
+# (Slurm partitions nps1/nps2 [OCI-Tips-SlurmOps]). Every node claims this machine's CPUs.
 def _local_cluster_partition(nps):
     return {
         'name': nps,
         'descr': f'local-cluster nodes described as {nps.upper()}, node-local XFS scratch',
         'scheduler': 'squeue',
         'launcher': 'srun',
-        'access': [f'--partition=compute-{nps}'],
+        'access': [f'--partition={nps}'],
         'environs': ['builtin'],
         'max_jobs': 4,
         'time_limit': '30m',

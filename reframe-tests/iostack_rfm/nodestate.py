@@ -126,7 +126,9 @@ def _blkid(device: str) -> dict:
 def fstab_entry(fstab: pathlib.Path, mount: str) -> dict:
     for line in (_read(fstab) or "").splitlines():
         fields_ = line.split()
-        if len(fields_) >= 4 and not fields_[0].startswith("#") and fields_[1] == mount:
+        # `/mnt/localdisk/` and `/mnt/localdisk` name one mount point (Oracle's tips write the first)
+        if (len(fields_) >= 4 and not fields_[0].startswith("#")
+                and fields_[1].rstrip("/") == mount.rstrip("/")):
             return {"spec": fields_[0], "fstype": fields_[2], "options": fields_[3]}
     return {}
 
@@ -201,12 +203,16 @@ def mismatches(node: str, facts: dict, found: dict) -> list[str]:
             out.append(f"{node}: nothing is mounted at {mount}")
             return out
         differ(f"{mount} file system", "xfs", scratch["fstype"])
-        if len(scratch["devices"]) == 1:
+        if len(scratch["devices"]) == 1 and not re.fullmatch(
+                re.escape(scratch["devices"][0]) + r"p?\d+", scratch["source"] or ""):
+            # the device itself, or its partition (a file system the role adopted)
             differ(f"{mount} device", scratch["devices"][0], scratch["source"])
         if facts.get("nvme_scratch_label"):
             differ(f"{mount} label", facts["nvme_scratch_label"], scratch["label"])
         fstab = scratch["fstab"]
-        differ(f"{mount} fstab entry", f"UUID={scratch['uuid']}", fstab.get("spec"))
+        # by UUID (the role's own entry) or by its label (an adopted file system's)
+        if fstab.get("spec") != f"LABEL={scratch['label']}" or not scratch["label"]:
+            differ(f"{mount} fstab entry", f"UUID={scratch['uuid']}", fstab.get("spec"))
         if facts.get("nvme_scratch_mount_opts"):
             differ(f"{mount} fstab options", facts["nvme_scratch_mount_opts"],
                    fstab.get("options"))

@@ -63,8 +63,8 @@ def nodes(cluster):
 def test_every_node_of_the_inventory_is_idle_in_its_partition(cluster):
     p = run("sinfo", "-h", "-N", "-o", "%N %P %T", env=cluster.env())
     assert sorted(p.stdout.split("\n")[:-1]) == [
-        "node1 compute-nps1* idle", "node2 compute-nps1* idle", "node3 compute-nps1* idle",
-        "node4 compute-nps2 idle"]
+        "node1 nps1* idle", "node2 nps1* idle", "node3 nps1* idle",
+        "node4 nps2 idle"]
 
 
 def test_each_node_has_its_own_name_address_and_scratch(cluster):
@@ -107,7 +107,7 @@ def test_srun_starts_mpi_ranks_on_three_nodes_over_tcp(cluster, tmp_path):
         return int(pathlib.Path(f"/sys/class/net/{dev}/statistics/rx_bytes").read_text())
 
     before = [received_by_host_side(v) for v in veths]
-    p = run("srun", "-p", "compute-nps1", "-N", "3", "--ntasks-per-node=2", "--mpi=pmix",
+    p = run("srun", "-p", "nps1", "-N", "3", "--ntasks-per-node=2", "--mpi=pmix",
             tmp_path / "hello", env={**cluster.env(), "OMPI_MCA_btl": "self,tcp"}, timeout=300)
     assert p.returncode == 0, p.stderr
     ranks = sorted(tuple(m.groups()) for m in re.finditer(
@@ -130,7 +130,7 @@ def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
     tc = by_partition["nps1"]
     script = (pathlib.Path(tc["stagedir"] if os.path.isdir(tc["stagedir"]) else
                            tc["outputdir"]) / "rfm_job.sh").read_text()
-    assert "#SBATCH --partition=compute-nps1" in script
+    assert "#SBATCH --partition=nps1" in script
     assert "nvme-stage fan-out --own-ranks" in script and "nvme-stage collect" in script
     assert "srun --mpi=pmix simpleFoam -parallel" in script
     output = (pathlib.Path(tc["outputdir"]) / "rfm_job.out").read_text()

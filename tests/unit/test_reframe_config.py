@@ -60,8 +60,8 @@ def test_local_cluster_partitions_are_named_as_on_oci(config):
         p = partition(config, f"local-cluster:{nps}")
         oci_p = partition(config, f"oci-bm-optimized3:{nps}")
         assert (p["scheduler"], p["launcher"]) == ("squeue", "srun")
-        assert p["access"] == [f"--partition=compute-{nps}"]
-        assert oci_p["access"][0] == f"--partition=compute-{nps}"
+        assert p["access"] == [f"--partition={nps}"]
+        assert oci_p["access"][0] == f"--partition={nps}"
         assert {"nvme", "slurm", "mpi", "small-io", nps} <= set(p["features"])
         assert p["extras"]["io_dir"] == oci_p["extras"]["io_dir"]
         assert p["extras"]["mpi_launcher_options"] == ["--mpi=pmix"]
@@ -177,16 +177,18 @@ def test_oci_binds_as_oci_openfoam_says(config):
     assert {"nvme", "nps1"} <= set(nps1["features"]) and "nps2" in nps2["features"]
     for p in (nps1, nps2):
         assert p["processor"]["num_cpus"] == 36 and p["processor"]["num_sockets"] == 2
-    assert nps1["access"] == ["--partition=compute-nps1", "--exclusive"]
-    assert nps2["access"] == ["--partition=compute-nps2", "--exclusive"]
+    # Oracle Japan's partitions, one per NPS mode [OCI-Tips-SlurmOps]
+    assert nps1["access"] == ["--partition=nps1", "--exclusive"]
+    assert nps2["access"] == ["--partition=nps2", "--exclusive"]
 
 
 def test_oci_mpi_starts_through_pmix_over_the_cluster_network_nic(config):
-    """Oracle's stack sets MpiDefault=none and runs MPI on mlx5_2 port 1 with RoCE's traffic
-    class 105 and GID index 3 over UCX [OCI-HPC-Stack] [OCI-Tips-Slurm]."""
+    """Oracle Japan's Slurm sets MpiDefault=pmix, so srun starts Open MPI through PMIx as
+    it is [OCI-Tips-Slurm]; MPI runs on mlx5_2 port 1 with RoCE's traffic class 105 and GID
+    index 3 over UCX [OCI-HPC-Stack] [OCI-Tips-Slurm]."""
     for name in ("oci-bm-optimized3:nps1", "oci-bm-optimized3:nps2"):
         p = partition(config, name)
-        assert p["extras"]["mpi_launcher_options"] == ["--mpi=pmix"]
+        assert "mpi_launcher_options" not in p["extras"]
         assert dict(p["env_vars"]) == {"UCX_NET_DEVICES": "mlx5_2:1", "OMPI_MCA_pml": "ucx",
                                        "UCX_IB_TRAFFIC_CLASS": "105", "UCX_IB_GID_INDEX": "3"}
 

@@ -195,12 +195,14 @@ def test_oci_has_one_group_per_nps_mode_on_node_local_nvme():
     nps = {g.nps: g for g in oci.nodes.values() if g.nps is not None}
     assert sorted(nps) == [1, 2]
     for mode, group in nps.items():
-        assert group.slurm_access() == [f"--partition=compute-nps{mode}"]
+        # select/linear: whole nodes, which jobs ask for [OCI-Tips-Slurm]
+        assert group.slurm_access() == [f"--partition=nps{mode}", "--exclusive"]
         assert group.reframe_processor()["num_cpus"] == 36
         assert oci.file_system_of(group.scratch) == {"mount": "/mnt/localdisk", "type": "nvme",
                                                      "shared": False}
-        # Oracle's stack: MpiDefault=none, so srun names PMIx; UCX on the cluster-network NIC
-        assert group.mpi_launcher_options() == ["--mpi=pmix"]
+        # Oracle Japan's stack: MpiDefault=pmix, so srun needs no --mpi [OCI-Tips-Slurm]; UCX
+        # on the cluster-network NIC
+        assert group.mpi_launcher_options() == []
         assert group.rdma == {"device": "mlx5_2", "port": 1, "traffic_class": 105,
                               "gid_index": 3}
     assert oci.io_features("compute-nps1") == ["nvme"]

@@ -222,7 +222,7 @@ class Node:
 
     @property
     def partition(self) -> str:
-        return f"compute-nps{self.nps}"
+        return f"nps{self.nps}"
 
 
 class LocalCluster(slurm.LocalSlurm):
