@@ -29,6 +29,9 @@
 #   mpi_launcher_options  options of MPI launches only (PMI selection)
 #   cpu_freq_khz      the CPU frequency cap performance checks ask for (SLURM_CPU_FREQ_REQ),
 #                     where the site sets one (the facts' cpu_frequency.performance_khz)
+#   short_access      sbatch options of a short, small run (the facts' slurm.short: another
+#                     QoS or partition); checks with `short_job` use them
+#   large_memory_access  sbatch options of a run needing more memory per node
 # Environment `extras`:
 #   app_modules       {feature: [modules]} the app checks load for an application
 #                     feature; none where the application is on PATH (Debian's)
@@ -176,6 +179,13 @@ def _slurm_partition(facts, group, features, **settings):
         extras['mpi_launcher_options'] = nodes.mpi_launcher_options()
     if (nodes.cpu_frequency or {}).get('performance_khz'):
         extras['cpu_freq_khz'] = nodes.cpu_frequency['performance_khz']
+    # what a job may use of a node: its memory, or on nodes shared between jobs what it asks
+    memory = (nodes.slurm or {}).get('mem') if (nodes.slurm or {}).get('shared') else nodes.memory
+    if memory:
+        extras['mem_per_node'] = site_facts.mib(memory)
+    for choice in ('short', 'large_memory'):
+        if nodes.choice_access(choice):
+            extras[f'{choice}_access'] = nodes.choice_access(choice)
     partition = {
         'scheduler': 'slurm',
         'access': nodes.slurm_access() + _account_access(facts) + settings.pop('access', []),

@@ -151,6 +151,9 @@ class IostackMixin(rfm.RegressionTestPlugin):
     #: write that failed with ENOSPC every 60 s, forever (eckit 1.20 to 1.28), so an FDB
     #: tool on a full file system would hold its job until the job's time limit
     tool_timeout = variable(int, value=600)
+    #: a short, small job (a few minutes on a node or two): it runs with the partition's
+    #: `extras['short_access']`, the QoS or partition a site has for such runs
+    short_job = variable(bool, value=False)
     #: the CPU frequency the job's srun steps were asked to run at (SLURM_CPU_FREQ_REQ in the
     #: job: kHz, or a governor; '' is the site's default), stored with every result
     cpu_freq_requested = variable(str, value='')
@@ -318,6 +321,12 @@ class IostackMixin(rfm.RegressionTestPlugin):
             return      # mpi_command() adds them to each MPI step; builds launch nothing
         options = self.current_partition.extras.get('launcher_options', [])
         self.job.launcher.options += [o for o in options if o not in self.job.launcher.options]
+
+    @run_before('run')
+    def ask_for_the_short_queue(self):
+        short = self.current_partition.extras.get('short_access', [])
+        if self.short_job and self.job is not None:
+            self.job.options += [o for o in short if o not in self.job.options]
 
     @run_before('run', always_last=True)
     def take_the_host_when_timed(self):

@@ -105,6 +105,11 @@ def test_cray_ex_compute_and_its_programming_environments(config):
     assert p["scheduler"] == "slurm" and p["launcher"] == "srun"
     assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
     assert p["access"] == ["--partition=standard", "--qos=standard", "--account=x01"]
+    # [ARCHER2-Scheduler]: QoS short for quick runs; highmem's 512 GB nodes for big ones;
+    # [ARCHER2-Hardware]: 256 GB per standard node
+    assert p["extras"]["short_access"] == ["--qos=short"]
+    assert p["extras"]["large_memory_access"] == ["--partition=highmem", "--qos=highmem"]
+    assert p["extras"]["mem_per_node"] == 256 * 1024
     # every srun: one task per core, CCXs filled in turn [ARCHER2-Scheduler] [EPCC-ReFrame]
     assert p["extras"]["launcher_options"] == ["--hint=nomultithread", "--distribution=block:block"]
     assert "mpi_launcher_options" not in p["extras"]
@@ -129,6 +134,8 @@ def test_cray_ex_serial_is_shared_and_each_job_names_its_memory(config):
     p = partition(config, "cray-ex:serial")
     assert p["access"] == ["--partition=serial", "--qos=serial", "--mem=16G", "--account=x01"]
     assert p["environs"] == ["PrgEnv-gnu"] and p["launcher"] == "local"
+    # what one job may use of a shared node: what it asks
+    assert p["extras"]["mem_per_node"] == 16 * 1024
     assert p["max_jobs"] * p["processor"]["num_cpus"] <= 32
     assert p["max_jobs"] * 16 <= 125
 
@@ -150,12 +157,15 @@ def test_every_job_of_a_site_that_requires_an_account_names_one(monkeypatch, tmp
 def test_setonix_is_the_same_cray_system_with_its_own_facts(config):
     """Setonix, built by the same code as cray-ex from its facts alone: Pawsey's work
     partition, whole nodes asked for (they are shared by default), its project, CPE 25.03's
-    PrgEnvs, /scratch."""
+    PrgEnvs, /scratch; debug for short runs, highmem's 1 TB nodes for big ones."""
     (p,) = systems(config)["setonix"]["partitions"]
     assert p["name"] == "compute" and (p["scheduler"], p["launcher"]) == ("slurm", "srun")
     assert p["access"] == ["--partition=work", "--exclusive", "--account=pawsey0001"]
     assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
     assert p["extras"]["io_dir"] == "/scratch/pawsey0001/iostack-rfm"
+    assert p["extras"]["short_access"] == ["--partition=debug"]
+    assert p["extras"]["large_memory_access"] == ["--partition=highmem"]
+    assert p["extras"]["mem_per_node"] == 256 * 1024
     assert "cpu_freq_khz" not in p["extras"] and "launcher_options" not in p["extras"]
     assert (p["processor"]["arch"], p["processor"]["num_cpus"]) == ("zen3", 256)
     for name in ("PrgEnv-cray", "PrgEnv-gnu"):
@@ -174,6 +184,8 @@ def test_oci_binds_as_oci_openfoam_says(config):
     assert nps1["extras"]["launcher_options"] == ["--cpu-bind=cores", "--distribution=block:cyclic"]
     assert nps2["extras"]["launcher_options"] == ["--cpu-bind=rank_ldom",
                                                   "--distribution=block:cyclic"]
+    # 512 GB per node (RealMemory=500000 MB) [OCI-Tips-Slurm]
+    assert nps1["extras"]["mem_per_node"] == 512 * 1024
     assert {"nvme", "nps1"} <= set(nps1["features"]) and "nps2" in nps2["features"]
     for p in (nps1, nps2):
         assert p["processor"]["num_cpus"] == 36 and p["processor"]["num_sockets"] == 2

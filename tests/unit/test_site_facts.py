@@ -126,7 +126,9 @@ def test_setonix_is_a_cray_ex_in_service_and_differs_in_facts_only():
     compute = setonix.nodes["compute"]
     assert (setonix.os, setonix.libc, setonix.target) == ("sles15", "glibc@2.31", "zen3")
     assert compute.summary() == "2 x 64-core AMD EPYC 7763, SMT on, NPS4"
+    assert compute.memory_mib() == 256 * 1024
     assert compute.slurm_access() == ["--partition=work", "--exclusive"]
+    assert compute.choice_access("short") == ["--partition=debug"]
     assert setonix.slurm_account() == "pawsey0001" and not setonix.account["required"]
     pe = setonix.programming_environment
     assert pe["release"] == "25.03" and pe["mpi"] == "cray-mpich@8.1.32"

@@ -42,6 +42,7 @@ class NodeGroup:
     rdma: dict | None = None
     bmc: dict | None = None
     cpu_frequency: dict | None = None
+    memory: str | None = None
 
     def scratch_of(self, host: str) -> str | None:
         """The scratch directory of one node ({host} is the node's name)."""
@@ -58,6 +59,16 @@ class NodeGroup:
             return []
         return ([f"--{key}={self.slurm[key]}" for key in ("partition", "qos", "mem")
                  if key in self.slurm] + (["--exclusive"] if self.slurm.get("exclusive") else []))
+
+    def memory_mib(self) -> int | None:
+        """Each node's memory in MiB (the facts' `memory`), or None."""
+        return mib(self.memory) if self.memory else None
+
+    def choice_access(self, what: str) -> list[str]:
+        """sbatch options of a user's choice for `what` (`short`, `large_memory`): the
+        partition and QoS it names, in place of the group's own."""
+        choice = (self.slurm or {}).get(what) or {}
+        return [f"--{key}={choice[key]}" for key in ("partition", "qos") if key in choice]
 
     def srun_options(self) -> list[str]:
         """Options every srun on these nodes needs (the site's placement rules)."""
@@ -161,6 +172,11 @@ class Site:
         scratch = self.nodes[group].scratch
         fs = self.file_system_of(scratch, group) if scratch else None
         return [fs["type"]] if fs and fs["type"] in ("lustre", "nvme") else []
+
+
+def mib(size: str) -> int:
+    """MiB of a size as the facts write it (512G, 500000M, 1T)."""
+    return int(size[:-1]) << {"M": 0, "G": 10, "T": 20}[size[-1]]
 
 
 def names() -> list[str]:
