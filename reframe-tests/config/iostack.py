@@ -186,11 +186,17 @@ def _slurm_partition(facts, group, features, **settings):
     for choice in ('short', 'large_memory'):
         if nodes.choice_access(choice):
             extras[f'{choice}_access'] = nodes.choice_access(choice)
+    # the node layout the binding check (checks/binding.py) holds every job to
+    layout = {k: v for k, v in (('nps', nodes.nps), ('smt', nodes.smt)) if v is not None}
+    binds = bool(layout) and not (nodes.slurm or {}).get('shared')
+    if binds:
+        extras.update(layout)
     partition = {
         'scheduler': 'slurm',
         'access': nodes.slurm_access() + _account_access(facts) + settings.pop('access', []),
         'features': features + facts.io_features(group)
-                    + ([f'nps{nodes.nps}'] if nodes.nps is not None else []),
+                    + ([f'nps{nodes.nps}'] if nodes.nps is not None else [])
+                    + (['binding'] if binds else []),
         'extras': {**extras, **settings.pop('extras', {})},
         **settings,
     }
@@ -209,8 +215,9 @@ _CRAY_STACKS = {
     'cce': (['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
             {'app_modules': {'openifs': ['openifs']}}, ['eccodes', 'fdb', 'fio']),
     'gcc': (['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
-             'netcdf-output-bench', 'fdb-archive-bench'],
-            {'app_modules': {'ior': ['ior'], 'io500': ['io500'],
+             'netcdf-output-bench', 'fdb-archive-bench', 'openmp', 'hwloc'],
+            {**_OPENMP_FLAG,
+             'app_modules': {'ior': ['ior'], 'io500': ['io500'], 'hwloc': ['hwloc'],
                              'netcdf': ['netcdf-c', 'parallel-netcdf'],
                              'netcdf-output-bench': ['netcdf-output-bench'],
                              'fdb-archive-bench': ['fdb-archive-bench']}},
@@ -238,6 +245,15 @@ def _cray_pe_environments(facts):
             'extras': extras,
         })
     return environments
+
+
+def _external_prefix(site, package):
+    """The prefix of a site's Spack external (spack-env/sites/<site>/packages.yaml)."""
+    import yaml
+
+    with open(paths.REPO / 'spack-env' / 'sites' / site / 'packages.yaml') as f:
+        packages = yaml.safe_load(f)['packages']
+    return packages[package]['externals'][0]['prefix']
 
 
 def _oci_partition(nps):
@@ -293,23 +309,48 @@ def _cray_system(facts):
 
 # local-cluster: this machine as a multi-node Slurm cluster (`iostack-testbed cluster up`,
 # tools/testbed/iostack_testbed/cluster.py), nodes as ansible/inventories/local-cluster describes them, each
-# with its own XFS at the OCI scratch path. Partitions are named as on OCI, one per NPS
-# (Slurm partitions nps1/nps2 [OCI-Tips-SlurmOps]). Every node claims this machine's CPUs.
-def _local_cluster_partition(nps):
+# with its own XFS at the OCI scratch path. A partition per kind of node, as Oracle's tips
+# give each NPS mode its own (Slurm partitions nps1/nps2 [OCI-Tips-SlurmOps]); `smt`: a node
+# booted with SMT on. Every node has this machine's CPUs; the NPS2 and SMT ones show them as
+# their emulated BIOS would (Slurm's sockets and threads, hwloc's topology in their jobs).
+# Their sruns place ranks as ARCHER2's do (one task per core, blocks [ARCHER2-Scheduler]),
+# which the binding check (checks/binding.py) holds them to.
+_LOCAL_CLUSTER_SRUN = ['--hint=nomultithread', '--distribution=block:block']
+
+
+def _emulated_processor(nps, smt):
+    """This machine's processor as a local-cluster node of NPS `nps` (its NUMA domains as
+    Slurm's sockets) and SMT `smt` (pairs of its CPUs as a core's two threads) shows it to
+    a job whose sruns run one task per core: the cores, as reframe_processor() counts an SMT
+    node's under --hint=nomultithread (lib/iostack/site/facts.py)."""
+    processor = {k: v for k, v in _LOCAL_PROCESSOR.items() if k != 'topology'}
+    cpus = (processor.get('num_cpus') or os.cpu_count()) // (2 if smt else 1)
+    sockets = (processor.get('num_sockets') or 1) * nps
+    processor.update(num_cpus=cpus, num_sockets=sockets, num_cpus_per_socket=cpus // sockets,
+                     num_cpus_per_core=1)
+    return processor
+
+
+def _local_cluster_partition(name, nps, smt=False):
+    # the SMT node has one core: no MPI job of two ranks or more runs there
+    features = ['cpu', 'fdb', 'grib', 'small-io', 'slurm', 'nvme', f'nps{nps}', 'binding'] + (
+        [] if smt else ['mpi'])
     return {
-        'name': nps,
-        'descr': f'local-cluster nodes described as {nps.upper()}, node-local XFS scratch',
+        'name': name,
+        'descr': f'local-cluster nodes described as NPS{nps}, SMT {"on" if smt else "off"}, '
+                 'node-local XFS scratch',
         'scheduler': 'squeue',
         'launcher': 'srun',
-        'access': [f'--partition={nps}'],
+        'access': [f'--partition={name}'],
         'environs': ['builtin'],
         'max_jobs': 4,
         'time_limit': '30m',
         'prepare_cmds': _LOCAL_PREPARE,
-        'processor': _LOCAL_PROCESSOR,
-        'features': ['cpu', 'fdb', 'grib', 'small-io', 'mpi', 'slurm', 'nvme', nps],
+        'processor': _emulated_processor(nps, smt),
+        'features': features,
         'extras': {'io_dir': '/mnt/localdisk/iostack-rfm',
-                   'mpi_launcher_options': ['--mpi=pmix']},
+                   'mpi_launcher_options': ['--mpi=pmix'],
+                   'launcher_options': _LOCAL_CLUSTER_SRUN, 'nps': nps, 'smt': smt},
         'env_vars': _LOCAL_MPI_ENV,
     }
 
@@ -419,7 +460,8 @@ site_configuration = {
             'descr': 'this machine as a multi-node Slurm cluster (iostack-testbed cluster up)',
             'hostnames': [],
             'modules_system': 'lmod',
-            'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],
+            'partitions': [_local_cluster_partition('nps1', 1), _local_cluster_partition('nps2', 2),
+                           _local_cluster_partition('smt', 1, smt=True)],
         },
         {
             # Oracle Cloud BM.Optimized3.36 cluster [OCI-OpenFOAM]: one Slurm partition per
@@ -440,7 +482,8 @@ site_configuration = {
             'target_systems': ['local', 'local-slurm', 'local-cluster',
                                *[f.name for f in _FROM_FACTS if f.os.startswith('debian')]],
             **_MPI_ENVIRONMENT,
-            'features': _MPI_FEATURES + ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
+            # hwloc: Debian's libhwloc-dev (system-packages.toml [nightly])
+            'features': _MPI_FEATURES + ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf', 'hwloc'],
             # netcdf: Debian's parallel netCDF-C and PnetCDF; netcdf-output-bench is the
             # stack's (environment `stack`)
             'extras': _OPENMP_FLAG,
@@ -475,8 +518,15 @@ site_configuration = {
             'modules': ['openmpi', 'eccodes', 'fdb', 'fio'],
             'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
             'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'openfoam', 'nvme-stage',
-                         'ior', 'io500', 'netcdf', 'netcdf-output-bench', 'fdb-archive-bench'],
-            'extras': {'app_modules': {'openfoam': ['openfoam'], 'nvme-stage': ['nvme-stage'],
+                         'ior', 'io500', 'netcdf', 'netcdf-output-bench', 'fdb-archive-bench',
+                         'openmp', 'hwloc'],
+            # the hwloc of Oracle Japan's Slurm and PMIx [OCI-Tips-Slurm], a Spack external
+            # (no module): through pkg-config
+            'env_vars': [['PKG_CONFIG_PATH',
+                          f"{_external_prefix(_OCI.name, 'hwloc')}/lib/pkgconfig"
+                          ':$PKG_CONFIG_PATH']],
+            'extras': {**_OPENMP_FLAG,
+                       'app_modules': {'openfoam': ['openfoam'], 'nvme-stage': ['nvme-stage'],
                                        'ior': ['ior'], 'io500': ['io500'],
                                        'netcdf': ['netcdf-c', 'parallel-netcdf'],
                                        'netcdf-output-bench': ['netcdf-output-bench'],

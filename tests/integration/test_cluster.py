@@ -64,7 +64,7 @@ def test_every_node_of_the_inventory_is_idle_in_its_partition(cluster):
     p = run("sinfo", "-h", "-N", "-o", "%N %P %T", env=cluster.env())
     assert sorted(p.stdout.split("\n")[:-1]) == [
         "node1 nps1* idle", "node2 nps1* idle", "node3 nps1* idle",
-        "node4 nps2 idle"]
+        "node4 nps2 idle", "node5 smt idle"]
 
 
 def test_each_node_has_its_own_name_address_and_scratch(cluster):
@@ -166,7 +166,7 @@ def test_distributed_hardware_check_names_the_drifted_node(cluster, tmp_path):
                for tc in last_attempts(report).values()}
     assert sorted(results) == nodes(cluster)
     assert {n: tc["result"] for n, tc in results.items()} == {
-        "node1": "pass", "node2": "fail", "node3": "pass", "node4": "pass"}
+        "node1": "pass", "node2": "fail", "node3": "pass", "node4": "pass", "node5": "pass"}
     assert "node2: /mnt/localdisk is mounted without noatime" in results["node2"]["fail_reason"]
     assert p.returncode != 0
 

@@ -52,10 +52,11 @@ def test_the_sites_and_local_slurm_are_systems(config):
 
 
 def test_local_cluster_partitions_are_named_as_on_oci(config):
-    """One partition per NPS, as oci-bm-optimized3 has them; Slurm partitions of the
-    same names as OCI's (`iostack-testbed cluster up` makes them from the inventory)."""
+    """One partition per NPS, as oci-bm-optimized3 has them, and one of nodes booted with
+    SMT on; Slurm partitions of the same names as OCI's (`iostack-testbed cluster up` makes
+    them from the inventory)."""
     oci = [p["name"] for p in systems(config)["oci-bm-optimized3"]["partitions"]]
-    assert [p["name"] for p in systems(config)["local-cluster"]["partitions"]] == oci
+    assert [p["name"] for p in systems(config)["local-cluster"]["partitions"]] == oci + ["smt"]
     for nps in oci:
         p = partition(config, f"local-cluster:{nps}")
         oci_p = partition(config, f"oci-bm-optimized3:{nps}")
@@ -65,6 +66,44 @@ def test_local_cluster_partitions_are_named_as_on_oci(config):
         assert {"nvme", "slurm", "mpi", "small-io", nps} <= set(p["features"])
         assert p["extras"]["io_dir"] == oci_p["extras"]["io_dir"]
         assert p["extras"]["mpi_launcher_options"] == ["--mpi=pmix"]
+
+
+def test_local_cluster_partitions_say_the_layout_the_binding_check_holds_them_to(config):
+    """Each partition's NPS/SMT and the placement its sruns ask for, as ARCHER2's
+    [ARCHER2-Scheduler]; the processor as the emulated node shows it."""
+    layouts = {}
+    for name in ("nps1", "nps2", "smt"):
+        p = partition(config, f"local-cluster:{name}")
+        assert "binding" in p["features"]
+        assert p["extras"]["launcher_options"] == ["--hint=nomultithread",
+                                                   "--distribution=block:block"]
+        layouts[name] = (p["extras"]["nps"], p["extras"]["smt"], p["processor"]["num_cpus"])
+        assert p["processor"]["num_sockets"] * p["processor"]["num_cpus_per_socket"] == \
+            p["processor"]["num_cpus"]
+    # one task per core: the SMT node's second threads are not the jobs' CPUs
+    assert layouts["nps2"] == (2, False, layouts["nps1"][2])
+    assert layouts["smt"] == (1, True, layouts["nps1"][2] // 2)
+    assert layouts["nps1"][:2] == (1, False)
+    # no MPI job of two ranks on the one-core SMT node
+    assert "mpi" not in partition(config, "local-cluster:smt")["features"]
+
+
+def test_facts_partitions_carry_their_layout_for_the_binding_check(config):
+    for name in ("cray-ex:compute", "setonix:compute", "oci-bm-optimized3:nps2"):
+        p = partition(config, name)
+        assert "binding" in p["features"], name
+        assert {"nps", "smt"} <= set(p["extras"]), name
+    # nodes shared between jobs place nothing of their own
+    assert "binding" not in partition(config, "cray-ex:serial")["features"]
+    assert partition(config, "cray-ex:compute")["extras"]["nps"] == 4
+    # an environment of each with OpenMP and hwloc builds the probe
+    for env, system in (("PrgEnv-gnu", "cray-ex"), ("PrgEnv-gnu", "setonix"),
+                        ("gnu", "oci-bm-optimized3")):
+        assert {"openmp", "hwloc"} <= set(environment(config, env, system)["features"]), env
+    assert environment(config, "PrgEnv-gnu", "cray-ex")["extras"]["app_modules"]["hwloc"] == \
+        ["hwloc"]
+    assert environment(config, "gnu", "oci-bm-optimized3")["env_vars"][0] == ["PKG_CONFIG_PATH",
+                                          "/opt/hwloc/lib/pkgconfig:$PKG_CONFIG_PATH"]
 
 
 def test_local_slurm_submits_where_the_test_beds_slurm_runs_jobs(config, tmp_path):
