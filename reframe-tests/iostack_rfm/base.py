@@ -14,6 +14,8 @@
   host and MPI programs are steps started by `mpi_command()`;
 - job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.deployment.fdbconfig`,
   `python3 -m iostack_rfm.gribcompare`, ... (standard library only);
+- drained nodes: a check tagged `performance` stays off the nodes the nightly's health gate
+  drained (IOSTACK_DRAINED_NODES: `--exclude`);
 - timing: a check tagged `performance` gets its node to itself: ReFrame's exclusive access
   on batch systems, and the host slot where jobs share a host (iostack_rfm.slots); on a
   site that caps the CPU frequency it asks for the one its references were taken at (their
@@ -62,6 +64,8 @@ OPENMPI_AS_ROOT = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 ENOSPC_TEXT = 'No space left on device'
 #: what a job prints when `bounded()` killed one of its tools
 STOPPED = 'iostack-stopped:'
+#: the nodes the nightly's health gate drained (iostack.regression.nightly.DRAINED_ENV)
+DRAINED_ENV = 'IOSTACK_DRAINED_NODES'
 
 
 #: where each job records the CPU frequency it ran at (its stage directory): what srun's steps
@@ -327,6 +331,16 @@ class IostackMixin(rfm.RegressionTestPlugin):
         short = self.current_partition.extras.get('short_access', [])
         if self.short_job and self.job is not None:
             self.job.options += [o for o in short if o not in self.job.options]
+
+    @run_before('run')
+    def keep_off_drained_nodes(self):
+        """A performance check stays off the nodes the nightly's health gate drained (their
+        disk, huge pages, NPS/SMT or RDMA link are not as their facts say:
+        iostack.regression.nightly); the other checks still run on them."""
+        drained = os.environ.get(DRAINED_ENV, '')
+        if ('performance' in self.tags and drained and self.job is not None
+                and self.current_partition.scheduler.registered_name in ('slurm', 'squeue')):
+            self.job.options += [f'--exclude={drained}']
 
     @run_before('run', always_last=True)
     def take_the_host_when_timed(self):

@@ -15,7 +15,8 @@ digests are equal. `fields` digests each file of the latest time directory.
 
 `hardware` reads, where the node's Ansible facts (FACTS.json: ansible-inventory's
 hostvars by host) say they are: the NUMA nodes and sockets under bios_sysfs_root, SMT's
-control/active, HugePages_Total in hugepages_meminfo, and the scratch mount at
+control/active, HugePages_Total in hugepages_meminfo, the state of the RDMA port
+rdma_device/rdma_port (class/infiniband under rdma_sysfs_root), and the scratch mount at
 nvme_scratch_mount (source device, file system, options, label, UUID, and the UUID and
 options its fstab entry names). `mismatches` compares that with the facts, per node.
 
@@ -136,6 +137,10 @@ def fstab_entry(fstab: pathlib.Path, mount: str) -> dict:
 def hardware(facts: dict) -> dict:
     """The node's state in the places its facts name."""
     out = numa_layout(pathlib.Path(facts.get("bios_sysfs_root") or "/sys"))
+    if facts.get("rdma_device"):
+        port = (pathlib.Path(facts.get("rdma_sysfs_root") or "/sys") / "class/infiniband"
+                / str(facts["rdma_device"]) / "ports" / str(facts.get("rdma_port", 1)))
+        out["rdma"] = {"state": _read(port / "state"), "phys_state": _read(port / "phys_state")}
     meminfo = _read(facts.get("hugepages_meminfo") or "/proc/meminfo") or ""
     m = re.search(r"^HugePages_Total:\s+(\d+)", meminfo, re.M)
     out["hugepages_total"] = int(m.group(1)) if m else None
@@ -196,6 +201,14 @@ def mismatches(node: str, facts: dict, found: dict) -> list[str]:
                f" (smt/active {found['smt_active']}, smt/control {found['smt_control']})")
     if facts.get("hugepages_2m_count") is not None:
         differ("2 MB huge pages", int(facts["hugepages_2m_count"]), found["hugepages_total"])
+    rdma = found.get("rdma")
+    if facts.get("rdma_device") and rdma is not None:
+        # the kernel's port state, e.g. `4: ACTIVE`; `1: DOWN` or none: no RDMA traffic
+        state = (rdma.get("state") or "").split(":")[-1].strip() or "absent"
+        if state != "ACTIVE":
+            out.append(f"{node}: RDMA link {facts['rdma_device']} port "
+                       f"{facts.get('rdma_port', 1)} is {state} (physical state "
+                       f"{rdma.get('phys_state') or 'absent'}), inventory says it carries MPI")
     scratch = found.get("scratch")
     if facts.get("nvme_scratch_mount") and scratch is not None:
         mount = facts["nvme_scratch_mount"]

@@ -171,6 +171,32 @@ def test_distributed_hardware_check_names_the_drifted_node(cluster, tmp_path):
     assert p.returncode != 0
 
 
+def test_the_nightlys_health_gate_drains_a_drifted_node_from_its_performance_checks(
+        cluster, tmp_path):
+    """The nightly's health gate (iostack.regression.nightly): the hardware check on every node
+    first; node2, its scratch without noatime, is named in one line and kept from the
+    performance check's job (--exclude), while the correctness check's job may still use it."""
+    drift = cluster.ssh("node2", "mount --options-mode ignore -o remount,relatime /mnt/localdisk")
+    assert drift.returncode == 0, drift.stderr
+    try:
+        p, report = nightly(cluster, tmp_path, "--system", "local-cluster:nps1",
+                            "-n", "OpenFOAMPitzDailyCheck", "-n", "BindingCheck")
+    finally:
+        cluster.ssh("node2", "mount --options-mode ignore -o remount,noatime /mnt/localdisk")
+    assert re.search(r"^iostack: node2 is drained from the performance checks: /mnt/localdisk "
+                     r"is mounted without noatime", p.stdout, re.M), p.stdout[-3000:]
+    assert not re.search(r"node[13] is drained", p.stdout)
+    assert p.returncode != 0        # the gate's failure is the run's
+    scripts = {}
+    for tc in last_attempts(report).values():
+        where = tc["stagedir"] if os.path.isdir(tc["stagedir"]) else tc["outputdir"]
+        scripts[tc["display_name"].split()[0]] = (pathlib.Path(where) / "rfm_job.sh").read_text()
+    assert "#SBATCH --exclude=node2" in scripts["OpenFOAMPitzDailyCheck"]
+    assert "--exclude" not in scripts["BindingCheck"]
+    # the hardware check ran once, in the gate's own session
+    assert "NodeHardwareCheck" not in scripts
+
+
 def test_down_leaves_nothing(cluster):
     assert cluster.down() == []
     assert leftovers(cluster.state, cluster.prefix) == []

@@ -243,3 +243,25 @@ def test_kernel_options_of_an_fstab_entry():
         {"rw", "noatime"}
     assert nodestate.kernel_options("ro,nosuid,_netdev,noauto") == {"ro", "nosuid"}
 
+
+def test_an_rdma_link_that_is_not_active_is_named(tmp_path):
+    """OCI's MPI goes over mlx5_2 port 1 [OCI-Tips-Slurm]: the kernel's port state is read
+    where the inventory's rdma facts point, and anything but ACTIVE is a drift."""
+    port = tmp_path / "class/infiniband/mlx5_2/ports/1"
+    port.mkdir(parents=True)
+    (port / "state").write_text("4: ACTIVE\n")
+    (port / "phys_state").write_text("5: LinkUp\n")
+    facts = {"rdma_device": "mlx5_2", "rdma_port": 1, "rdma_sysfs_root": str(tmp_path),
+             "bios_sysfs_root": str(tmp_path)}
+    found = nodestate.hardware(facts)
+    assert found["rdma"] == {"state": "4: ACTIVE", "phys_state": "5: LinkUp"}
+    assert nodestate.mismatches("hpc-node-1", facts, found) == []
+    (port / "state").write_text("1: DOWN\n")
+    (port / "phys_state").write_text("3: Disabled\n")
+    assert nodestate.mismatches("hpc-node-1", facts, nodestate.hardware(facts)) == [
+        "hpc-node-1: RDMA link mlx5_2 port 1 is DOWN (physical state 3: Disabled), inventory "
+        "says it carries MPI"]
+    facts["rdma_device"] = "mlx5_9"
+    assert nodestate.mismatches("hpc-node-1", facts, nodestate.hardware(facts)) == [
+        "hpc-node-1: RDMA link mlx5_9 port 1 is absent (physical state absent), inventory "
+        "says it carries MPI"]

@@ -484,6 +484,9 @@ def inventory_disagreements(site: str) -> list[str]:
         fs = facts.file_system_of(nodes.scratch) if nodes.scratch else None
         if fs and fs["type"] == "nvme":
             want["nvme_scratch_mount"] = fs["mount"]
+        if nodes.rdma:
+            # the port the hardware check (and the nightly's health gate) wants ACTIVE
+            want.update(rdma_device=nodes.rdma["device"], rdma_port=nodes.rdma["port"])
         for var, value in want.items():
             if value is not None and got.get(var) != value:
                 problems.append(f"{where}: {group}: {var} is {got.get(var)!r}, the facts say "

@@ -106,11 +106,14 @@ class Listing(NamedTuple):
     error: str
 
 
-def list_checks(system: str, root_dir: pathlib.Path, mode=None, env_extra=None) -> Listing:
+def list_checks(system: str, root_dir: pathlib.Path, mode=None, env_extra=None,
+                select=(), partitions=False) -> Listing:
     """The check classes a mode loads on a system, on every partition and environment
-    (`--list --skip-system-check --skip-prgenv-check`)."""
-    cmd = command(system, root_dir, mode) + ["--list", "--skip-system-check",
-                                             "--skip-prgenv-check", "--nocolor"]
+    (`--list --skip-system-check --skip-prgenv-check`), or with `partitions` only those
+    with a test case on the system's own partitions and environments; `select`: ReFrame's
+    selection options (-n NAME)."""
+    skips = [] if partitions else ["--skip-system-check", "--skip-prgenv-check"]
+    cmd = command(system, root_dir, mode) + ["--list", *skips, "--nocolor", *select]
     proc = process.capture(cmd, env_extra=_env(root_dir, env_extra))
     out = _ANSI.sub("", proc.stdout + proc.stderr)
     error = next((m.group(1).strip() for m in re.finditer(r"ERROR: (.*)", out)), "")
