@@ -9,7 +9,6 @@ tree and a user loading it, is tests/nightly/test_cray_pe_spack_build.py."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import shutil
 import subprocess

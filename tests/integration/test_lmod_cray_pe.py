@@ -8,7 +8,6 @@ inventory."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 

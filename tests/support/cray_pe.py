@@ -154,7 +154,7 @@ def write(pe: pathlib.Path, site: str = "cray-ex", releases: dict | None = None,
     for name in ("cce", "gcc"):
         for ext in externals.get(name, []):
             attrs = (ext.get("extra_attributes") or {}).get("compilers") or {}
-            for lang, exe in attrs.items():
+            for exe in attrs.values():
                 driver_dirs.add(pathlib.Path(exe).parent)
             (pe / pathlib.Path(ext["prefix"]).relative_to("/opt/cray/pe")).mkdir(
                 parents=True, exist_ok=True)
