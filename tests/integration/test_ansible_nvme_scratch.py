@@ -10,6 +10,7 @@ which this kernel lacks: its plan is shown in check mode
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -62,7 +63,12 @@ def loops(is_root, tmp_path):
         if os.path.ismount(mnt):
             _sh("umount", str(mnt), check=False)
     for dev in made:
+        # partitions partx added (oracle_localscratch) outlive the detach as stale
+        # /dev/loopNp1 nodes that the next user of the device would find: drop them first
+        if shutil.which("partx") and glob.glob(f"{dev}p*"):
+            _sh("partx", "-d", dev, check=False)
         _sh("losetup", "-d", dev, check=False)
+        assert not glob.glob(f"{dev}p*"), f"{dev}: partitions left behind"
 
 
 def scratch_vars(tmp_path, devices, **extra):
