@@ -17,6 +17,7 @@ which is what it is for (tests/integration/test_cluster_binding.py shows both).
         -c reframe-tests/checks/binding.py -S nodes=2 -r
 """
 import os
+from typing import Any
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -53,8 +54,9 @@ class BindingCheck(IostackMixin, rfm.RegressionTest):
     @run_before('compile')
     def flags(self):
         omp = self.current_environ.extras.get('omp_flag', '-fopenmp')
-        self.build_system.cflags = [omp, '-O1', '$(pkg-config --cflags hwloc 2>/dev/null)']
-        self.build_system.ldflags = [omp, '$(pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)']
+        build: Any = self.build_system      # ReFrame's SingleSource by now
+        build.cflags = [omp, '-O1', '$(pkg-config --cflags hwloc 2>/dev/null)']
+        build.ldflags = [omp, '$(pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)']
 
     def layout(self):
         """What the site's facts say this job should find."""

@@ -195,8 +195,8 @@ class IostackMixin(rfm.RegressionTestPlugin):
             return None
         found = references.entries(section, self.current_partition.fullname,
                                    self.reference_variant, self.current_environ.name)
-        freqs = {(e.get('provenance') or {}).get('cpu_freq_khz') for e in found.values()}
-        freqs.discard(None)
+        freqs = [int(f) for e in found.values()
+                 if (f := (e.get('provenance') or {}).get('cpu_freq_khz')) is not None]
         return max(freqs) if freqs else None
 
     @run_before('run')

@@ -63,7 +63,8 @@ def parse(text: str) -> list[dict]:
 
 def _cpus(cpus) -> str:
     """[0, 1, 2, 5] -> '0-2,5'"""
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for c in sorted(cpus):
         if run and c == run[-1] + 1:
             run.append(c)
