@@ -13,7 +13,8 @@ import subprocess
 import time
 
 import pytest
-from cluster_fixtures import IOSTACK, TESTBED, last_attempts, leftovers, nightly, run
+from cluster_fixtures import (IOSTACK, TESTBED, last_attempts, leftovers, nightly, run,
+                              running_cluster)
 
 from iostack_testbed import cluster as harness
 
@@ -50,10 +51,8 @@ int main(int argc, char **argv) {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = harness.LocalCluster(tmp_path_factory.mktemp("cl"))
-    c.start()
-    yield c
-    c.down(quiet=True)
+    with running_cluster(tmp_path_factory, "cl") as c:
+        yield c
 
 
 def nodes(cluster):

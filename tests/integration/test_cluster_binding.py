@@ -11,7 +11,7 @@ instead). Needs root."""
 import os
 
 import pytest
-from cluster_fixtures import last_attempts, nightly
+from cluster_fixtures import last_attempts, nightly, running_cluster
 
 from iostack_rfm import binding
 from iostack_testbed import cluster as harness
@@ -22,10 +22,8 @@ pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = harness.LocalCluster(tmp_path_factory.mktemp("clb"))
-    c.start()
-    yield c
-    c.down(quiet=True)
+    with running_cluster(tmp_path_factory, "clb") as c:
+        yield c
 
 
 def results(report) -> dict[str, dict]:
