@@ -20,12 +20,14 @@ from iostack.spack import runner
 
 def target(settings: Settings, args, env: bool = False) -> Target:
     """What a site command acts on: the checked site, its Spack environment (--env), the
-    deployment root (--root, IOSTACK_ROOT, deploy/<site>), the ReFrame system (--system)."""
+    deployment root (--root, IOSTACK_ROOT, deploy/<site>), the ReFrame system (--system),
+    the Slurm account its jobs charge (--account)."""
     site = facts.check_site(args.site)
     return Target(settings=settings,
                   env=facts.spack_env(site, getattr(args, "env", None) if env else None),
                   root=settings.deploy_root(site, args.root),
-                  system=getattr(args, "system", None) or None)
+                  system=getattr(args, "system", None) or None,
+                  account=getattr(args, "account", None) or None)
 
 
 def cmd_setup(settings, args):
@@ -75,6 +77,7 @@ def cmd_deploy(settings, args):
     _require_spack(settings)
     if not args.skip_regression:
         nightly.require_node_packages(args.mode, args.reframe_args)
+        nightly.job_environment(t)     # a required account refused before anything is built
 
     def regression(release: Target, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check
@@ -328,6 +331,11 @@ def parser():
     p = sub.add_parser("sites", help="list the sites")
     p.set_defaults(func=cmd_sites)
 
+    def account_arg(p):
+        p.add_argument("--account", metavar="NAME",
+                       help="Slurm account the jobs charge (default: the site's facts, "
+                            "sites/<site>.yaml account.name)")
+
     def site_args(p, env=False):
         p.add_argument("--site", default="local", help="site name (default: local)")
         p.add_argument("--root", help="deployment root (default: $IOSTACK_ROOT or deploy/<site>)")
@@ -345,6 +353,7 @@ def parser():
     p.add_argument("--mode", default="deploy",
                    help="ReFrame mode of the release's regression (default deploy: correctness "
                         "checks a node set up for deploying runs; nightly, weekly)")
+    account_arg(p)
     p.add_argument("--no-switch", action="store_true",
                    help="build and validate the release, but leave `current` where it is")
     p.add_argument("reframe_args", nargs="*", help="extra ReFrame options (after --)")
@@ -376,6 +385,7 @@ def parser():
     site_args(p)
     p.add_argument("--system", help="ReFrame system (default: the site; e.g. local-slurm)")
     p.add_argument("--mode", default="nightly", help="ReFrame mode (deploy, nightly, weekly)")
+    account_arg(p)
     p.add_argument("--image", metavar="FILE",
                    help="the release runs from this image, mounted at the root: check it is "
                         "what is mounted and record its sha256 with the session")

@@ -28,6 +28,11 @@
 #   launcher_options  options every parallel launch of the partition gets (binding)
 #   mem_per_node      MiB of memory a job may use on a node (the EESSI test-suite's name)
 #   mpi_launcher_options  options of MPI launches only (PMI selection)
+#   cpu_freq_khz      the CPU frequency cap performance checks ask for (SLURM_CPU_FREQ_REQ),
+#                     where the site sets one (the facts' cpu_frequency.performance_khz)
+#   short_access      sbatch options of a short, small run (the facts' slurm.short: another
+#                     QoS or partition); checks with `short_job` use them
+#   large_memory_access  sbatch options of a run needing more memory per node
 # Environment `extras`:
 #   app_modules       {feature: [modules]} the app checks load for an application
 #                     feature; none where the application is on PATH (Debian's)
@@ -39,6 +44,8 @@
 # read by iostack_rfm.context):
 #   IOSTACK_RFM_STATE    <release>/reframe (set by bin/iostack): reports, perflogs, results DB
 #   IOSTACK_RELEASE      the release under test: its spack.lock says what the stack holds
+#   IOSTACK_ACCOUNT      the Slurm account jobs charge (`bin/iostack nightly --account`),
+#                        instead of the facts' `account.name`
 #   IOSTACK_RFM_OFFSITE  set to 1 to load this file away from the real sites, e.g. to
 #                        `--dry-run` cray-ex in CI: their systems then use no modules
 #                        system (`nomod`) instead of Lmod, since neither the Cray PE nor the
@@ -107,10 +114,6 @@ _OPENMP_FLAG = {'omp_flag': '-fopenmp'}
 # (iostack_rfm.slots).
 _LOCAL_PREPARE += [slots.share_host(_STATE)]
 
-# [OCI-OpenFOAM]: NPS1 binds ranks to cores, NPS2 to their NUMA domain; both distribute
-# block:cyclic (ranks fill a node, then round-robin over its sockets).
-_OCI_BIND = {1: '--cpu-bind=cores', 2: '--cpu-bind=rank_ldom'}
-
 # Applications of the local stack that only some of its environments deploy (spack-env/sites/
 # local/: MultIO in every one, OpenIFS in `nwp`): offered by the `stack` environment where
 # the deployment's lock has them (the release's, in its regression; else the committed one).
@@ -130,13 +133,13 @@ def _local_stack_apps():
 _LOCAL_STACK_APPS = _local_stack_apps()
 
 _LOCAL = site_facts.load('local')
-_CRAY_EX = site_facts.load('cray-ex')
 _OCI = site_facts.load('oci-bm-optimized3')
-# The sites whose systems are written below; every other site (one `bin/iostack site init`
-# wrote) gets its system from its facts alone (_facts_system). site_facts.reframe_systems()
-# reads this list.
-_WRITTEN_HERE = ['local', 'cray-ex', 'oci-bm-optimized3']
+# The sites whose systems are written below; every other site gets its system from its facts
+# alone (_facts_system): the HPE Cray EX sites (cray-ex, setonix: _cray_system) and those
+# `bin/iostack site init` wrote. site_facts.reframe_systems() reads this list.
+_WRITTEN_HERE = ['local', 'oci-bm-optimized3']
 _FROM_FACTS = [site_facts.load(name) for name in site_facts.names() if name not in _WRITTEN_HERE]
+_CRAY_SITES = [facts for facts in _FROM_FACTS if facts.programming_environment]
 
 
 def _ucx_env(rdma):
@@ -154,6 +157,20 @@ def _ucx_env(rdma):
     return env
 
 
+# The account every job of a Slurm site names (sites/<site>.yaml `account`, or the nightly's
+# --account): where the centre requires one and none is given, `bin/iostack nightly` refuses
+# in one line before ReFrame starts, so here a partition then just names none.
+_ACCOUNT = os.environ.get('IOSTACK_ACCOUNT') or None
+
+
+def _account_access(facts):
+    try:
+        account = facts.slurm_account(_ACCOUNT)
+    except site_facts.FactsError:
+        return []
+    return [f'--account={account}'] if account else []
+
+
 def _slurm_partition(facts, group, features, **settings):
     """A partition on one node group of a Slurm site: access, processor, scratch (`io_dir`),
     the options every srun and every MPI launch there needs, the RDMA NIC's environment and
@@ -164,11 +181,26 @@ def _slurm_partition(facts, group, features, **settings):
         extras['launcher_options'] = nodes.srun_options()
     if nodes.mpi_launcher_options():
         extras['mpi_launcher_options'] = nodes.mpi_launcher_options()
+    if (nodes.cpu_frequency or {}).get('performance_khz'):
+        extras['cpu_freq_khz'] = nodes.cpu_frequency['performance_khz']
+    # what a job may use of a node: its memory, or on nodes shared between jobs what it asks
+    memory = (nodes.slurm or {}).get('mem') if (nodes.slurm or {}).get('shared') else nodes.memory
+    if memory:
+        extras['mem_per_node'] = site_facts.mib(memory)
+    for choice in ('short', 'large_memory'):
+        if nodes.choice_access(choice):
+            extras[f'{choice}_access'] = nodes.choice_access(choice)
+    # the node layout the binding check (checks/binding.py) holds every job to
+    layout = {k: v for k, v in (('nps', nodes.nps), ('smt', nodes.smt)) if v is not None}
+    binds = bool(layout) and not (nodes.slurm or {}).get('shared')
+    if binds:
+        extras.update(layout)
     partition = {
         'scheduler': 'slurm',
-        'access': nodes.slurm_access() + settings.pop('access', []),
+        'access': nodes.slurm_access() + _account_access(facts) + settings.pop('access', []),
         'features': features + facts.io_features(group)
-                    + ([f'nps{nodes.nps}'] if nodes.nps is not None else []),
+                    + ([f'nps{nodes.nps}'] if nodes.nps is not None else [])
+                    + (['binding'] if binds else []),
         'extras': {**extras, **settings.pop('extras', {})},
         **settings,
     }
@@ -179,22 +211,53 @@ def _slurm_partition(facts, group, features, **settings):
     return partition
 
 
-def _cray_pe_environment(prgenv, features, extras, modules):
-    """A PrgEnv of the Cray site, as its users compile [ARCHER2-DevEnv]: the release's
-    cpe module first (it pins every PE module to the release the stack was built with),
-    then the PrgEnv, then `iostack` (modulefiles/iostack: the stack's modules of that
-    compiler), then the stack's modules; the drivers cc/CC/ftn; and the release's libraries
-    first on LD_LIBRARY_PATH, which a non-default release needs at run time."""
-    pe = _CRAY_EX.programming_environment
-    return {
-        'name': prgenv,
-        'target_systems': ['cray-ex'],
-        'modules': [f"cpe/{pe['release']}", prgenv, 'iostack'] + modules,
-        'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
-        'env_vars': [['LD_LIBRARY_PATH', '$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH']],
-        'features': features,
-        'extras': extras,
-    }
+# What each PrgEnv of a Cray site runs ([OIFS-HECToR]): the support libraries built with CCE
+# for the compute nodes (and OpenIFS), and with GNU for the login and serial nodes, with the
+# I/O benchmarks; by the compiler family of the PrgEnv (spack-env/sites/<site>/spack.yaml
+# builds the same two stacks on every Cray site).
+_CRAY_STACKS = {
+    'cce': (['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
+            {'app_modules': {'openifs': ['openifs']}}, ['eccodes', 'fdb', 'fio']),
+    'gcc': (['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
+             'netcdf-output-bench', 'fdb-archive-bench', 'openmp', 'hwloc'],
+            {**_OPENMP_FLAG,
+             'app_modules': {'ior': ['ior'], 'io500': ['io500'], 'hwloc': ['hwloc'],
+                             'netcdf': ['netcdf-c', 'parallel-netcdf'],
+                             'netcdf-output-bench': ['netcdf-output-bench'],
+                             'fdb-archive-bench': ['fdb-archive-bench']}},
+            ['eccodes', 'fdb', 'fio']),
+}
+
+
+def _cray_pe_environments(facts):
+    """The PrgEnvs of a Cray site, as its users compile [ARCHER2-DevEnv]: the release's cpe
+    module first (it pins every PE module to the release the stack was built with), then the
+    PrgEnv, then `iostack` (modulefiles/iostack: the stack's modules of that compiler), then
+    the stack's modules; the drivers cc/CC/ftn; and the release's libraries first on
+    LD_LIBRARY_PATH, which a non-default release needs at run time."""
+    pe = facts.programming_environment
+    environments = []
+    for prgenv, entry in pe['prgenvs'].items():
+        features, extras, modules = _CRAY_STACKS[entry['compiler'].split('@')[0]]
+        environments.append({
+            'name': prgenv,
+            'target_systems': [facts.name],
+            'modules': [f"cpe/{pe['release']}", prgenv, 'iostack'] + modules,
+            'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
+            'env_vars': [['LD_LIBRARY_PATH', '$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH']],
+            'features': features,
+            'extras': extras,
+        })
+    return environments
+
+
+def _external_prefix(site, package):
+    """The prefix of a site's Spack external (spack-env/sites/<site>/packages.yaml)."""
+    import yaml
+
+    with open(paths.REPO / 'spack-env' / 'sites' / site / 'packages.yaml') as f:
+        packages = yaml.safe_load(f)['packages']
+    return packages[package]['externals'][0]['prefix']
 
 
 def _oci_partition(nps):
@@ -204,46 +267,104 @@ def _oci_partition(nps):
         name=f'nps{nps}',
         descr=f"{nodes.bmc['shape']} nodes ({nodes.summary()}), local NVMe",
         launcher='srun',
-        access=['--exclusive'],
         environs=['gnu'],
         max_jobs=4,
         time_limit='3h',
-        extras={'launcher_options': [_OCI_BIND[nps], '--distribution=block:cyclic']},
     )
 
 
-# The data-analysis nodes of cray-ex are shared: this many jobs at a time, each asking for
-# the cores and memory of sites/cray-ex.yaml, stay within QoS serial [ARCHER2-Scheduler].
-_CRAY_EX_SERIAL_JOBS = 4
+# Nodes shared between jobs (cray-ex's data-analysis nodes): this many jobs at a time, each
+# asking for the cores and memory of the facts, stay within what one user may hold there
+# (QoS serial [ARCHER2-Scheduler]).
+_SHARED_NODE_JOBS = 4
+
+
+def _cray_system(facts):
+    """An HPE Cray EX site ([OIFS-HECToR]'s platform), from its facts alone: every Slurm
+    node group is a partition; nodes of its own run the PrgEnvs' stacks through srun, with the
+    facts' placement options on every srun (ARCHER2's one task per core, blocks of CCXs
+    [ARCHER2-Scheduler] [EPCC-ReFrame]); nodes shared between jobs run the GNU tools and
+    post-processing ([OIFS-HECToR]; ARCHER2's data-analysis nodes [ARCHER2-Analysis])."""
+    prgenvs = list(facts.programming_environment['prgenvs'])
+    gnu = [p for p, e in facts.programming_environment['prgenvs'].items()
+           if e['compiler'].startswith('gcc@')]
+    partitions = []
+    for group in facts.nodes.values():
+        if not group.slurm:
+            continue
+        if group.slurm.get('shared'):
+            partitions.append(_slurm_partition(
+                facts, group.name, ['fdb', 'grib', 'cpu'], name=group.name,
+                descr=f'{group.name} nodes (shared) for GNU tools and post-processing',
+                launcher='local', environs=gnu, max_jobs=_SHARED_NODE_JOBS, time_limit='1h'))
+        else:
+            partitions.append(_slurm_partition(
+                facts, group.name, ['fdb', 'grib', 'mpi', 'cpu'], name=group.name,
+                descr=f'{group.name} nodes ({group.summary()})', launcher='srun',
+                environs=prgenvs, max_jobs=16, time_limit='2h'))
+    return {
+        'name': facts.name,
+        'descr': facts.description,
+        'hostnames': facts.hostnames,
+        'modules_system': _SITE_MODULES,
+        'partitions': partitions,
+    }
 
 
 # local-cluster: this machine as a multi-node Slurm cluster (`iostack-testbed cluster up`,
 # tools/testbed/iostack_testbed/cluster.py), nodes as ansible/inventories/local-cluster describes them, each
-# with its own XFS at the OCI scratch path. Partitions are named as on OCI, one per NPS
-# (Slurm partitions compute-nps1/-nps2). Every node claims this machine's CPUs.
-def _local_cluster_partition(nps):
+# with its own XFS at the OCI scratch path. A partition per kind of node, as Oracle's tips
+# give each NPS mode its own (Slurm partitions nps1/nps2 [OCI-Tips-SlurmOps]); `smt`: a node
+# booted with SMT on. Every node has this machine's CPUs; the NPS2 and SMT ones show them as
+# their emulated BIOS would (Slurm's sockets and threads, hwloc's topology in their jobs).
+# Their sruns place ranks as ARCHER2's do (one task per core, blocks [ARCHER2-Scheduler]),
+# which the binding check (checks/binding.py) holds them to.
+_LOCAL_CLUSTER_SRUN = ['--hint=nomultithread', '--distribution=block:block']
+
+
+def _emulated_processor(nps, smt):
+    """This machine's processor as a local-cluster node of NPS `nps` (its NUMA domains as
+    Slurm's sockets) and SMT `smt` (pairs of its CPUs as a core's two threads) shows it to
+    a job whose sruns run one task per core: the cores, as reframe_processor() counts an SMT
+    node's under --hint=nomultithread (lib/iostack/site/facts.py)."""
+    processor = {k: v for k, v in _LOCAL_PROCESSOR.items() if k != 'topology'}
+    cpus = (processor.get('num_cpus') or os.cpu_count()) // (2 if smt else 1)
+    sockets = (processor.get('num_sockets') or 1) * nps
+    processor.update(num_cpus=cpus, num_sockets=sockets, num_cpus_per_socket=cpus // sockets,
+                     num_cpus_per_core=1)
+    return processor
+
+
+def _local_cluster_partition(name, nps, smt=False):
+    # the SMT node has one core: no MPI job of two ranks or more runs there
+    features = ['cpu', 'fdb', 'grib', 'small-io', 'slurm', 'nvme', f'nps{nps}', 'binding'] + (
+        [] if smt else ['mpi'])
     return {
-        'name': nps,
-        'descr': f'local-cluster nodes described as {nps.upper()}, node-local XFS scratch',
+        'name': name,
+        'descr': f'local-cluster nodes described as NPS{nps}, SMT {"on" if smt else "off"}, '
+                 'node-local XFS scratch',
         'scheduler': 'squeue',
         'launcher': 'srun',
-        'access': [f'--partition=compute-{nps}'],
+        'access': [f'--partition={name}'],
         'environs': ['builtin'],
         'max_jobs': 4,
         'time_limit': '30m',
         'prepare_cmds': _LOCAL_PREPARE,
-        'processor': _LOCAL_PROCESSOR,
-        'features': ['cpu', 'fdb', 'grib', 'small-io', 'mpi', 'slurm', 'nvme', nps],
+        'processor': _emulated_processor(nps, smt),
+        'features': features,
         'extras': {'site': 'local', 'io_dir': '/mnt/localdisk/iostack-rfm',
-                   'mpi_launcher_options': ['--mpi=pmix']},
+                   'mpi_launcher_options': ['--mpi=pmix'],
+                   'launcher_options': _LOCAL_CLUSTER_SRUN, 'nps': nps, 'smt': smt},
         'env_vars': _LOCAL_MPI_ENV,
     }
 
 
 def _facts_system(facts):
-    """The system of a site no code here describes: its node as `local` (the local
-    scheduler), or a partition per Slurm node group; environments `stack` and, on Debian,
-    `builtin` (its packages on PATH)."""
+    """The system of a site no code here describes: a Cray site's (_cray_system); else its
+    node as `local` (the local scheduler), or a partition per Slurm node group; environments
+    `stack` and, on Debian, `builtin` (its packages on PATH)."""
+    if facts.programming_environment:
+        return _cray_system(facts)
     environs = ['builtin', 'stack'] if facts.os.startswith('debian') else ['stack']
     if facts.scheduler == 'local':
         (nodes,) = facts.nodes.values()
@@ -343,39 +464,8 @@ site_configuration = {
             'descr': 'this machine as a multi-node Slurm cluster (iostack-testbed cluster up)',
             'hostnames': [],
             'modules_system': 'lmod',
-            'partitions': [_local_cluster_partition('nps1'), _local_cluster_partition('nps2')],
-        },
-        {
-            # HPE Cray EX, Lustre ([OIFS-HECToR]'s platform), ARCHER2-class: every srun on the
-            # compute nodes places one task per core, blocks of CCXs [ARCHER2-Scheduler]
-            # [EPCC-ReFrame] (the facts' srun options, as launcher_options)
-            'name': 'cray-ex',
-            'descr': _CRAY_EX.description,
-            'hostnames': _CRAY_EX.hostnames,
-            'modules_system': _SITE_MODULES,
-            'partitions': [
-                _slurm_partition(
-                    _CRAY_EX, 'compute', ['fdb', 'grib', 'mpi', 'cpu'],
-                    name='compute',
-                    descr=f"compute nodes ({_CRAY_EX.nodes['compute'].summary()})",
-                    launcher='srun',
-                    environs=['PrgEnv-cray', 'PrgEnv-gnu'],
-                    max_jobs=16,
-                    time_limit='2h',
-                ),
-                # [OIFS-HECToR]: GNU builds for the login/serial nodes (post-processing), on
-                # ARCHER2's shared data-analysis nodes [ARCHER2-Analysis]: a job asks for its
-                # cores (ReFrame's --ntasks) and memory (the facts' --mem in access)
-                _slurm_partition(
-                    _CRAY_EX, 'serial', ['fdb', 'grib', 'cpu'],
-                    name='serial',
-                    descr='data-analysis nodes (shared) for GNU tools and post-processing',
-                    launcher='local',
-                    environs=['PrgEnv-gnu'],
-                    max_jobs=_CRAY_EX_SERIAL_JOBS,
-                    time_limit='1h',
-                ),
-            ],
+            'partitions': [_local_cluster_partition('nps1', 1), _local_cluster_partition('nps2', 2),
+                           _local_cluster_partition('smt', 1, smt=True)],
         },
         {
             # Oracle Cloud BM.Optimized3.36 cluster [OCI-OpenFOAM]: one Slurm partition per
@@ -396,7 +486,8 @@ site_configuration = {
             'target_systems': ['local', 'local-slurm', 'local-cluster',
                                *[f.name for f in _FROM_FACTS if f.os.startswith('debian')]],
             **_MPI_ENVIRONMENT,
-            'features': _MPI_FEATURES + ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf'],
+            # hwloc: Debian's libhwloc-dev (system-packages.toml [nightly])
+            'features': _MPI_FEATURES + ['fdb', 'grib', 'eccodes', 'openfoam', 'netcdf', 'hwloc'],
             # netcdf: Debian's parallel netCDF-C and PnetCDF; netcdf-output-bench is the
             # stack's (environment `stack`)
             'extras': _OPENMP_FLAG,
@@ -411,7 +502,8 @@ site_configuration = {
             # Needs a deployed root; without one, run the checks in `builtin`
             # (`-S valid_prog_environs=builtin`).
             'name': 'stack',
-            'target_systems': ['local', 'local-slurm', *[f.name for f in _FROM_FACTS]],
+            'target_systems': ['local', 'local-slurm',
+                               *[f.name for f in _FROM_FACTS if f not in _CRAY_SITES]],
             'modules': ['openmpi', 'fdb', 'ior', 'io500', 'nvme-stage', 'fdb-archive-bench',
                         'netcdf-output-bench'],
             **_MPI_ENVIRONMENT,
@@ -423,27 +515,22 @@ site_configuration = {
             'extras': {'other_fdb_bin': '/usr/bin', 'app_modules': _LOCAL_STACK_APPS,
                        **_OPENMP_FLAG},
         },
-        # [OIFS-HECToR]: the support libraries built with CCE for compute nodes ...
-        _cray_pe_environment(
-            'PrgEnv-cray', ['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
-            {'app_modules': {'openifs': ['openifs']}}, ['eccodes', 'fdb', 'fio']),
-        # ... and with GNU for login/serial nodes.
-        _cray_pe_environment(
-            'PrgEnv-gnu', ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
-                           'netcdf-output-bench', 'fdb-archive-bench'],
-            {'app_modules': {'ior': ['ior'], 'io500': ['io500'],
-                             'netcdf': ['netcdf-c', 'parallel-netcdf'],
-                             'netcdf-output-bench': ['netcdf-output-bench'],
-                             'fdb-archive-bench': ['fdb-archive-bench']}},
-            ['eccodes', 'fdb', 'fio']),
+        *[e for facts in _CRAY_SITES for e in _cray_pe_environments(facts)],
         {
             'name': 'gnu',
             'target_systems': ['oci-bm-optimized3'],
             'modules': ['openmpi', 'eccodes', 'fdb', 'fio'],
             'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
             'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'openfoam', 'nvme-stage',
-                         'ior', 'io500', 'netcdf', 'netcdf-output-bench', 'fdb-archive-bench'],
-            'extras': {'app_modules': {'openfoam': ['openfoam'], 'nvme-stage': ['nvme-stage'],
+                         'ior', 'io500', 'netcdf', 'netcdf-output-bench', 'fdb-archive-bench',
+                         'openmp', 'hwloc'],
+            # the hwloc of Oracle Japan's Slurm and PMIx [OCI-Tips-Slurm], a Spack external
+            # (no module): through pkg-config
+            'env_vars': [['PKG_CONFIG_PATH',
+                          f"{_external_prefix(_OCI.name, 'hwloc')}/lib/pkgconfig"
+                          ':$PKG_CONFIG_PATH']],
+            'extras': {**_OPENMP_FLAG,
+                       'app_modules': {'openfoam': ['openfoam'], 'nvme-stage': ['nvme-stage'],
                                        'ior': ['ior'], 'io500': ['io500'],
                                        'netcdf': ['netcdf-c', 'parallel-netcdf'],
                                        'netcdf-output-bench': ['netcdf-output-bench'],

@@ -14,8 +14,14 @@
   host and MPI programs are steps started by `mpi_command()`;
 - job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.deployment.fdbconfig`,
   `python3 -m iostack_rfm.gribcompare`, ... (standard library only);
+- drained nodes: a check tagged `performance` stays off the nodes the nightly's health gate
+  drained (IOSTACK_DRAINED_NODES: `--exclude`);
 - timing: a check tagged `performance` gets its node to itself: ReFrame's exclusive access
-  on batch systems, and the host slot where jobs share a host (iostack_rfm.slots);
+  on batch systems, and the host slot where jobs share a host (iostack_rfm.slots); on a
+  site that caps the CPU frequency it asks for the one its references were taken at (their
+  provenance's `cpu_freq_khz`, else the partition's `extras['cpu_freq_khz']`), and fails
+  when it ran at another; every job records the frequency it ran at (`cpu_freq_requested`,
+  `cpu_freq_max_khz`: stored with its result);
 - a full disk: a tool that may block on one runs `bounded()`, and the sanity phase fails,
   naming the file system, when one the check wrote to is full.
 
@@ -44,7 +50,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before, variable
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import PerformanceError, SanityError
 from reframe.core.logging import getlogger
 
 from iostack.core import filesystems, paths
@@ -57,6 +63,14 @@ OPENMPI_AS_ROOT = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 ENOSPC_TEXT = 'No space left on device'
 #: what a job prints when `bounded()` killed one of its tools
 STOPPED = 'iostack-stopped:'
+
+
+#: where each job records the CPU frequency it ran at (its stage directory): what srun's steps
+#: were asked for (SLURM_CPU_FREQ_REQ, which a site's modules and srun's --cpu-freq set) and the
+#: node's cap (cpufreq's scaling_max_freq; 0 where the node does not say)
+CPU_FREQ_FILE = 'iostack-cpufreq.txt'
+RECORD_CPU_FREQ = ('echo "${SLURM_CPU_FREQ_REQ:-} $(cat /sys/devices/system/cpu/cpu0/cpufreq/'
+                   f'scaling_max_freq 2>/dev/null || echo 0)" > {CPU_FREQ_FILE}')
 
 
 _STOPPED_LINE = re.compile(rf'^{STOPPED} (\S+) after (\d+) s; df: (\S+) +\d+ +\d+ +(\d+) +\S+ +(.+)$',
@@ -138,6 +152,14 @@ class IostackMixin(rfm.RegressionTestPlugin):
     #: write that failed with ENOSPC every 60 s, forever (eckit 1.20 to 1.28), so an FDB
     #: tool on a full file system would hold its job until the job's time limit
     tool_timeout = variable(int, value=600)
+    #: a short, small job (a few minutes on a node or two): it runs with the partition's
+    #: `extras['short_access']`, the QoS or partition a site has for such runs
+    short_job = variable(bool, value=False)
+    #: the CPU frequency the job's srun steps were asked to run at (SLURM_CPU_FREQ_REQ in the
+    #: job: kHz, or a governor; '' is the site's default), stored with every result
+    cpu_freq_requested = variable(str, value='')
+    #: the node's CPU frequency cap (kHz) when the job started; 0 where the node does not say
+    cpu_freq_max_khz = variable(int, value=0)
 
     @run_after('init')
     def set_maintainers(self):
@@ -162,6 +184,53 @@ class IostackMixin(rfm.RegressionTestPlugin):
         if section is not None:
             self.reference = references.reference_dict(section, self.reference_variant,
                                                        self.current_environ.name)
+
+    def reference_cpu_freq(self):
+        """The CPU frequency (kHz) this case's recorded references were taken at (their
+        provenance), or None."""
+        _, section = self._references_section()
+        if section is None:
+            return None
+        found = references.entries(section, self.current_partition.fullname,
+                                   self.reference_variant, self.current_environ.name)
+        freqs = [int(f) for e in found.values()
+                 if (f := (e.get('provenance') or {}).get('cpu_freq_khz')) is not None]
+        return max(freqs) if freqs else None
+
+    @run_before('run')
+    def ask_for_the_reference_cpu_frequency(self):
+        """A performance check runs at the frequency its references were taken at, else at
+        the one the site's performance checks use; a variable of the job's environment,
+        set after its modules load, so every srun of the job gets it [ARCHER2-Energy]."""
+        if 'performance' not in self.tags:
+            return
+        freq = self.reference_cpu_freq() or self.current_partition.extras.get('cpu_freq_khz')
+        if freq:
+            self.env_vars['SLURM_CPU_FREQ_REQ'] = str(freq)
+
+    @run_before('run', always_last=True)
+    def record_the_cpu_frequency(self):
+        if RECORD_CPU_FREQ not in self.prerun_cmds:
+            self.prerun_cmds = [RECORD_CPU_FREQ, *self.prerun_cmds]
+
+    @run_before('sanity')
+    def read_the_cpu_frequency(self):
+        try:
+            with open(os.path.join(self.stagedir, CPU_FREQ_FILE)) as f:
+                requested, _, cap = f.read().strip('\n').rpartition(' ')
+        except OSError:
+            return
+        self.cpu_freq_requested = requested.strip()
+        self.cpu_freq_max_khz = int(cap) if cap.isdigit() else 0
+
+    @run_before('performance')
+    def check_the_cpu_frequency_of_the_references(self):
+        ref = self.reference_cpu_freq()
+        if ref and self.cpu_freq_requested != str(ref):
+            raise PerformanceError(
+                f'the references of {self.current_partition.fullname} were taken at {ref} '
+                f'kHz (their provenance), this run asked for '
+                f'{self.cpu_freq_requested or "the site default"}: not comparable')
 
     @run_before('performance')
     def explain_missing_baseline(self):
@@ -254,6 +323,22 @@ class IostackMixin(rfm.RegressionTestPlugin):
             return      # mpi_command() adds them to each MPI step; builds launch nothing
         options = self.current_partition.extras.get('launcher_options', [])
         self.job.launcher.options += [o for o in options if o not in self.job.launcher.options]
+
+    @run_before('run')
+    def ask_for_the_short_queue(self):
+        short = self.current_partition.extras.get('short_access', [])
+        if self.short_job and self.job is not None:
+            self.job.options += [o for o in short if o not in self.job.options]
+
+    @run_before('run')
+    def keep_off_drained_nodes(self):
+        """A performance check stays off the nodes the nightly's health gate drained (their
+        disk, huge pages, NPS/SMT or RDMA link are not as their facts say:
+        iostack.regression.nightly); the other checks still run on them."""
+        drained = context.drained_nodes()
+        if ('performance' in self.tags and drained and self.job is not None
+                and self.current_partition.scheduler.registered_name in ('slurm', 'squeue')):
+            self.job.options += [f'--exclude={drained}']
 
     @run_before('run', always_last=True)
     def take_the_host_when_timed(self):

@@ -48,6 +48,16 @@ def release_lock() -> pathlib.Path | None:
     return lock if lock is not None and lock.is_file() else None
 
 
+#: the nodes the nightly's health gate drained (iostack.regression.nightly.DRAINED_ENV)
+DRAINED_ENV = 'IOSTACK_DRAINED_NODES'
+
+
+def drained_nodes() -> str:
+    """The nodes the health gate kept off the performance checks, as Slurm's --exclude
+    takes them ('' for none)."""
+    return os.environ.get(DRAINED_ENV, '')
+
+
 def site_of(partition) -> str:
     """The site of a ReFrame partition (its `site` extra)."""
     return partition.extras['site']

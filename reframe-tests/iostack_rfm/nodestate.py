@@ -15,7 +15,8 @@ digests are equal. `fields` digests each file of the latest time directory.
 
 `hardware` reads, where the node's Ansible facts (FACTS.json: ansible-inventory's
 hostvars by host) say they are: the NUMA nodes and sockets under bios_sysfs_root, SMT's
-control/active, HugePages_Total in hugepages_meminfo, and the scratch mount at
+control/active, HugePages_Total in hugepages_meminfo, the state of the RDMA port
+rdma_device/rdma_port (class/infiniband under rdma_sysfs_root), and the scratch mount at
 nvme_scratch_mount (source device, file system, options, label, UUID, and the UUID and
 options its fstab entry names). `mismatches` compares that with the facts, per node.
 
@@ -126,7 +127,9 @@ def _blkid(device: str) -> dict:
 def fstab_entry(fstab: pathlib.Path, mount: str) -> dict:
     for line in (_read(fstab) or "").splitlines():
         fields_ = line.split()
-        if len(fields_) >= 4 and not fields_[0].startswith("#") and fields_[1] == mount:
+        # `/mnt/localdisk/` and `/mnt/localdisk` name one mount point (Oracle's tips write the first)
+        if (len(fields_) >= 4 and not fields_[0].startswith("#")
+                and fields_[1].rstrip("/") == mount.rstrip("/")):
             return {"spec": fields_[0], "fstype": fields_[2], "options": fields_[3]}
     return {}
 
@@ -134,6 +137,10 @@ def fstab_entry(fstab: pathlib.Path, mount: str) -> dict:
 def hardware(facts: dict) -> dict:
     """The node's state in the places its facts name."""
     out = numa_layout(pathlib.Path(facts.get("bios_sysfs_root") or "/sys"))
+    if facts.get("rdma_device"):
+        port = (pathlib.Path(facts.get("rdma_sysfs_root") or "/sys") / "class/infiniband"
+                / str(facts["rdma_device"]) / "ports" / str(facts.get("rdma_port", 1)))
+        out["rdma"] = {"state": _read(port / "state"), "phys_state": _read(port / "phys_state")}
     meminfo = _read(facts.get("hugepages_meminfo") or "/proc/meminfo") or ""
     m = re.search(r"^HugePages_Total:\s+(\d+)", meminfo, re.M)
     out["hugepages_total"] = int(m.group(1)) if m else None
@@ -194,6 +201,14 @@ def mismatches(node: str, facts: dict, found: dict) -> list[str]:
                f" (smt/active {found['smt_active']}, smt/control {found['smt_control']})")
     if facts.get("hugepages_2m_count") is not None:
         differ("2 MB huge pages", int(facts["hugepages_2m_count"]), found["hugepages_total"])
+    rdma = found.get("rdma")
+    if facts.get("rdma_device") and rdma is not None:
+        # the kernel's port state, e.g. `4: ACTIVE`; `1: DOWN` or none: no RDMA traffic
+        state = (rdma.get("state") or "").split(":")[-1].strip() or "absent"
+        if state != "ACTIVE":
+            out.append(f"{node}: RDMA link {facts['rdma_device']} port "
+                       f"{facts.get('rdma_port', 1)} is {state} (physical state "
+                       f"{rdma.get('phys_state') or 'absent'}), inventory says it carries MPI")
     scratch = found.get("scratch")
     if facts.get("nvme_scratch_mount") and scratch is not None:
         mount = facts["nvme_scratch_mount"]
@@ -201,12 +216,16 @@ def mismatches(node: str, facts: dict, found: dict) -> list[str]:
             out.append(f"{node}: nothing is mounted at {mount}")
             return out
         differ(f"{mount} file system", "xfs", scratch["fstype"])
-        if len(scratch["devices"]) == 1:
+        if len(scratch["devices"]) == 1 and not re.fullmatch(
+                re.escape(scratch["devices"][0]) + r"p?\d+", scratch["source"] or ""):
+            # the device itself, or its partition (a file system the role adopted)
             differ(f"{mount} device", scratch["devices"][0], scratch["source"])
         if facts.get("nvme_scratch_label"):
             differ(f"{mount} label", facts["nvme_scratch_label"], scratch["label"])
         fstab = scratch["fstab"]
-        differ(f"{mount} fstab entry", f"UUID={scratch['uuid']}", fstab.get("spec"))
+        # by UUID (the role's own entry) or by its label (an adopted file system's)
+        if fstab.get("spec") != f"LABEL={scratch['label']}" or not scratch["label"]:
+            differ(f"{mount} fstab entry", f"UUID={scratch['uuid']}", fstab.get("spec"))
         if facts.get("nvme_scratch_mount_opts"):
             differ(f"{mount} fstab options", facts["nvme_scratch_mount_opts"],
                    fstab.get("options"))

@@ -2,6 +2,7 @@
 seen without the harness's own bookkeeping (ip, losetup, the mount table, /proc)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -13,6 +14,19 @@ from iostack.core import paths
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 #: the test beds' command (tools/testbed), this checkout's (conftest's PYTHONPATH)
 TESTBED = (sys.executable, "-m", "iostack_testbed")
+
+
+@contextlib.contextmanager
+def running_cluster(tmp_path_factory, name: str, **options):
+    """A local cluster up in a fresh state directory for a module's tests, down after them."""
+    from iostack_testbed import cluster as harness
+
+    c = harness.LocalCluster(tmp_path_factory.mktemp(name), **options)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.down(quiet=True)
 
 
 def run(*argv, env=None, timeout=600) -> subprocess.CompletedProcess:

@@ -10,6 +10,7 @@ which this kernel lacks: its plan is shown in check mode
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -62,7 +63,12 @@ def loops(is_root, tmp_path):
         if os.path.ismount(mnt):
             _sh("umount", str(mnt), check=False)
     for dev in made:
+        # partitions partx added (oracle_localscratch) outlive the detach as stale
+        # /dev/loopNp1 nodes that the next user of the device would find: drop them first
+        if shutil.which("partx") and glob.glob(f"{dev}p*"):
+            _sh("partx", "-d", dev, check=False)
         _sh("losetup", "-d", dev, check=False)
+        assert not glob.glob(f"{dev}p*"), f"{dev}: partitions left behind"
 
 
 def scratch_vars(tmp_path, devices, **extra):
@@ -525,3 +531,110 @@ def test_check_mode_leaves_the_host_as_it_was(loops, venv_bin, tmp_path, case):
         assert any(" mount(" in w for w in writes) and any(LOOP_WRITES.search(w) for w in writes)
         assert any(str(tmpdir) in w and "nvme-scratch-trial" in w for w in writes)
         assert host_state([dev], tmp_path, tmpdir)["mounts"] != before["mounts"]
+
+
+# --- a file system Oracle's OCI HPC tips made ([OCI-Tips-NVMe]) -------------------------------
+
+ORACLE = {"nvme_scratch_adopt": [{"label": "localscratch", "fstype": "xfs"}],
+          "nvme_scratch_label": "localscratch", "nvme_scratch_mount_opts": "defaults,noatime"}
+
+
+def oracle_localscratch(loops, tmp_path, label="localscratch", mount_at=None):
+    """A disk as Oracle's tips leave a BM.Optimized3.36 node [OCI-Tips-NVMe]: `parted mklabel
+    gpt`, one partition, `mkfs.xfs -L localscratch`, mounted at the scratch (or `mount_at`,
+    or nowhere when False) by `LABEL=... <mount>/ xfs defaults,noatime` in the fstab, with a
+    job's result on it. Returns (disk, partition, UUID, sha256 of the result)."""
+    if not shutil.which("parted") or not shutil.which("partx"):
+        pytest.skip("parted/partx not installed (apt: parted, util-linux)")
+    dev = loops(XFS_MIN + (16 << 20))
+    _sh("parted", "-s", dev, "mklabel", "gpt")
+    _sh("parted", "-s", dev, "--", "mkpart", "primary", "xfs", "1", "-1")
+    _sh("partx", "-a", dev, check=False)      # a loop device scans no partitions itself
+    part = f"{dev}p1"
+    _sh("mkfs.xfs", "-q", "-L", label, part)
+    mnt = tmp_path / "mnt" if mount_at is None else mount_at
+    (tmp_path / "fstab").write_text(f"LABEL={label} {tmp_path / 'mnt'}/ xfs defaults,noatime 0 0\n")
+    payload = os.urandom(1 << 20)
+    if mnt is not False:
+        mnt.mkdir(exist_ok=True)
+        _sh("mount", "-o", "noatime", part, str(mnt))
+        loops.mounts.append(mnt)
+        (mnt / "job-result.bin").write_bytes(payload)
+    return dev, part, blkid(part)["UUID"], hashlib.sha256(payload).hexdigest()
+
+
+def test_the_file_system_oracle_made_is_adopted_as_it_is(loops, venv_bin, tmp_path):
+    """On a node Oracle's tips formatted, the role uses their localscratch file system: it
+    formats and wipes nothing (even with force), keeps their fstab entry, makes the jobs'
+    directories and records what it adopted; run again, nothing changes."""
+    dev, part, uuid, result = oracle_localscratch(loops, tmp_path)
+    fstab = (tmp_path / "fstab").read_text()
+    role_vars = scratch_vars(tmp_path, [dev], nvme_scratch_force_wipe=True, **ORACLE)
+    run = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path)
+    assert run.rc == 0, run.explain()
+    assert f"({dev}): adopt" in run.messages() and "DESTROYING" not in run.messages()
+    mnt = tmp_path / "mnt"
+    assert blkid(part)["UUID"] == uuid and blkid(part)["LABEL"] == "localscratch"
+    assert sha256_of(str(mnt / "job-result.bin")) == result
+    assert (tmp_path / "fstab").read_text() == fstab
+    for name in ("stage", "tmp"):
+        assert stat.S_IMODE(os.stat(mnt / name).st_mode) == 0o1777
+    record = json.loads((tmp_path / "state" / "nvme_scratch.json").read_text())
+    assert record["filesystems"] == {str(mnt): uuid}
+    assert record["devices"][dev]["adopted"] == part
+    again = run_role(venv_bin, "nvme_scratch", role_vars, tmp_path)
+    assert again.rc == 0 and again.changed == 0, again.changed_tasks()
+
+
+@pytest.mark.parametrize("case", ["another label", "mounted elsewhere", "not mounted"])
+def test_a_file_system_the_role_may_not_adopt_is_refused_and_unchanged(loops, venv_bin,
+                                                                       tmp_path, case):
+    """Adoption is no way round the rule: a foreign file system of another label, or one of
+    Oracle's label that does not serve as the scratch (mounted elsewhere, or not mounted), is
+    refused in one message and stays byte for byte, without force."""
+    elsewhere = tmp_path / "elsewhere"
+    dev, part, uuid, result = oracle_localscratch(
+        loops, tmp_path, label="precious" if case == "another label" else "localscratch",
+        mount_at={"mounted elsewhere": elsewhere, "not mounted": False}.get(case))
+    if case == "not mounted":
+        before = sha256_of(dev)
+    run = run_role(venv_bin, "nvme_scratch", scratch_vars(tmp_path, [dev], **ORACLE), tmp_path)
+    assert run.rc != 0 and "nothing was changed" in run.messages()
+    msgs = run.messages()
+    if case == "another label":
+        assert "mounted or in use" in msgs
+    else:
+        assert "a file system nvme_scratch_adopt names, but it is" in msgs
+        assert ("mounted at " + str(elsewhere)) in msgs if case == "mounted elsewhere" \
+            else "not mounted" in msgs
+    assert blkid(part)["UUID"] == uuid
+    if case == "not mounted":
+        assert sha256_of(dev) == before
+    else:
+        mnt = elsewhere if case == "mounted elsewhere" else tmp_path / "mnt"
+        assert sha256_of(str(mnt / "job-result.bin")) == result
+    assert not (tmp_path / "state" / "nvme_scratch.json").exists()
+
+
+def test_the_prolog_makes_again_what_oracles_epilog_empties(loops, venv_bin, tmp_path):
+    """Oracle's recommended Epilog, `rm -rf /mnt/localdisk/*` after every job
+    [OCI-Tips-SlurmOps], takes the jobs' directories with it: the Prolog the role writes
+    makes them again, with their modes, before the next job; without the scratch mounted it
+    does nothing and exits 0 (a failing Prolog would drain the node)."""
+    dev, part, uuid, _ = oracle_localscratch(loops, tmp_path)
+    prolog = tmp_path / "prolog.d" / "20_iostack_scratch.sh"
+    prolog.parent.mkdir()
+    dirs = [{"path": "stage", "mode": "1777"}, {"path": "tmp", "mode": "1777"},
+            {"path": "iostack-rfm", "mode": "1777"}]
+    run = run_role(venv_bin, "nvme_scratch", scratch_vars(
+        tmp_path, [dev], nvme_scratch_prolog=str(prolog), nvme_scratch_dirs=dirs, **ORACLE), tmp_path)
+    assert run.rc == 0, run.explain()
+    mnt = tmp_path / "mnt"
+    _sh("bash", "-c", f"/bin/rm -rf {mnt}/*")          # the epilog
+    assert sorted(os.listdir(mnt)) == []
+    done = _sh("bash", str(prolog))
+    assert done.returncode == 0
+    assert sorted(os.listdir(mnt)) == ["iostack-rfm", "stage", "tmp"]
+    assert {stat.S_IMODE(os.stat(mnt / d["path"]).st_mode) for d in dirs} == {0o1777}
+    _sh("umount", str(mnt))
+    assert _sh("bash", str(prolog)).returncode == 0 and os.listdir(mnt) == []

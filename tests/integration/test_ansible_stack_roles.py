@@ -230,6 +230,7 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
     repo = git_repo(tmp_path / "iostack", {"bin/iostack": FAKE_IOSTACK})
     units, tmpfiles, reports = tmp_path / "units", tmp_path / "tmpfiles.d", tmp_path / "reports"
     role_vars = {"iostack_root": str(tmp_path / "root"), "iostack_site": "cray-ex", "iostack_repo_dir": str(repo),
+                 "iostack_account": "x01",
                  "reframe_nightly_unit_dir": str(units), "reframe_nightly_tmpfiles_dir": str(tmpfiles),
                  "reframe_nightly_report_dir": str(reports), "reframe_nightly_retention_days": 14}
     first = run_role(venv_bin, "reframe_nightly", role_vars, tmp_path)
@@ -238,7 +239,8 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
     service, timer = units / "iostack-nightly.service", units / "iostack-nightly.timer"
     svc = configparser.ConfigParser(strict=False, interpolation=None)
     svc.read(service)
-    assert svc["Service"]["ExecStart"] == f"{repo}/bin/iostack nightly --site cray-ex"
+    # the site's budget: ARCHER2 refuses a job without one [ARCHER2-Scheduler]
+    assert svc["Service"]["ExecStart"] == f"{repo}/bin/iostack nightly --site cray-ex --account x01"
     assert svc["Service"]["Environment"] == f"IOSTACK_ROOT={tmp_path / 'root'}"
     assert svc["Service"]["Type"] == "oneshot"
     tim = configparser.ConfigParser(strict=False, interpolation=None)
@@ -266,3 +268,9 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
     second = run_role(venv_bin, "reframe_nightly", role_vars, tmp_path)
     assert second.rc == 0, second.explain()
     assert second.changed == 0, second.changed_tasks()
+    # a site that names no account: none on the command line (the facts' is used)
+    del role_vars["iostack_account"]
+    third = run_role(venv_bin, "reframe_nightly", role_vars, tmp_path)
+    assert third.rc == 0, third.explain()
+    svc.read(service)
+    assert svc["Service"]["ExecStart"] == f"{repo}/bin/iostack nightly --site cray-ex"

@@ -118,7 +118,7 @@ def test_motorbike_storage_jobs_follow_oci_openfoam(dry_runs):
     shared = next(s for s in jobs.values() if "nvme-stage" not in s)
     for s in (nvme, shared):
         assert "#SBATCH --ntasks=288" in s and "#SBATCH --ntasks-per-node=36" in s
-        assert "#SBATCH --partition=compute-nps2" in s
+        assert "#SBATCH --partition=nps2" in s
         assert 'writeInterval -set "10"' in s
         # Oracle's placement, and PMIx: the stack's Slurm has MpiDefault=none [OCI-HPC-Stack]
         assert "srun --cpu-bind=rank_ldom --distribution=block:cyclic --mpi=pmix simpleFoam " \

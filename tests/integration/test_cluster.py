@@ -13,7 +13,8 @@ import subprocess
 import time
 
 import pytest
-from cluster_fixtures import IOSTACK, TESTBED, last_attempts, leftovers, nightly, run
+from cluster_fixtures import (IOSTACK, TESTBED, last_attempts, leftovers, nightly, run,
+                              running_cluster)
 
 from iostack_testbed import cluster as harness
 
@@ -50,10 +51,8 @@ int main(int argc, char **argv) {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = harness.LocalCluster(tmp_path_factory.mktemp("cl"))
-    c.start()
-    yield c
-    c.down(quiet=True)
+    with running_cluster(tmp_path_factory, "cl") as c:
+        yield c
 
 
 def nodes(cluster):
@@ -63,8 +62,8 @@ def nodes(cluster):
 def test_every_node_of_the_inventory_is_idle_in_its_partition(cluster):
     p = run("sinfo", "-h", "-N", "-o", "%N %P %T", env=cluster.env())
     assert sorted(p.stdout.split("\n")[:-1]) == [
-        "node1 compute-nps1* idle", "node2 compute-nps1* idle", "node3 compute-nps1* idle",
-        "node4 compute-nps2 idle"]
+        "node1 nps1* idle", "node2 nps1* idle", "node3 nps1* idle",
+        "node4 nps2 idle", "node5 smt idle"]
 
 
 def test_each_node_has_its_own_name_address_and_scratch(cluster):
@@ -107,7 +106,7 @@ def test_srun_starts_mpi_ranks_on_three_nodes_over_tcp(cluster, tmp_path):
         return int(pathlib.Path(f"/sys/class/net/{dev}/statistics/rx_bytes").read_text())
 
     before = [received_by_host_side(v) for v in veths]
-    p = run("srun", "-p", "compute-nps1", "-N", "3", "--ntasks-per-node=2", "--mpi=pmix",
+    p = run("srun", "-p", "nps1", "-N", "3", "--ntasks-per-node=2", "--mpi=pmix",
             tmp_path / "hello", env={**cluster.env(), "OMPI_MCA_btl": "self,tcp"}, timeout=300)
     assert p.returncode == 0, p.stderr
     ranks = sorted(tuple(m.groups()) for m in re.finditer(
@@ -130,7 +129,7 @@ def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
     tc = by_partition["nps1"]
     script = (pathlib.Path(tc["stagedir"] if os.path.isdir(tc["stagedir"]) else
                            tc["outputdir"]) / "rfm_job.sh").read_text()
-    assert "#SBATCH --partition=compute-nps1" in script
+    assert "#SBATCH --partition=nps1" in script
     assert "nvme-stage fan-out --own-ranks" in script and "nvme-stage collect" in script
     assert "srun --mpi=pmix simpleFoam -parallel" in script
     output = (pathlib.Path(tc["outputdir"]) / "rfm_job.out").read_text()
@@ -166,9 +165,35 @@ def test_distributed_hardware_check_names_the_drifted_node(cluster, tmp_path):
                for tc in last_attempts(report).values()}
     assert sorted(results) == nodes(cluster)
     assert {n: tc["result"] for n, tc in results.items()} == {
-        "node1": "pass", "node2": "fail", "node3": "pass", "node4": "pass"}
+        "node1": "pass", "node2": "fail", "node3": "pass", "node4": "pass", "node5": "pass"}
     assert "node2: /mnt/localdisk is mounted without noatime" in results["node2"]["fail_reason"]
     assert p.returncode != 0
+
+
+def test_the_nightlys_health_gate_drains_a_drifted_node_from_its_performance_checks(
+        cluster, tmp_path):
+    """The nightly's health gate (iostack.regression.nightly): the hardware check on every node
+    first; node2, its scratch without noatime, is named in one line and kept from the
+    performance check's job (--exclude), while the correctness check's job may still use it."""
+    drift = cluster.ssh("node2", "mount --options-mode ignore -o remount,relatime /mnt/localdisk")
+    assert drift.returncode == 0, drift.stderr
+    try:
+        p, report = nightly(cluster, tmp_path, "--system", "local-cluster:nps1",
+                            "-n", "OpenFOAMPitzDailyCheck", "-n", "BindingCheck")
+    finally:
+        cluster.ssh("node2", "mount --options-mode ignore -o remount,noatime /mnt/localdisk")
+    assert re.search(r"^iostack: node2 is drained from the performance checks: /mnt/localdisk "
+                     r"is mounted without noatime", p.stdout, re.M), p.stdout[-3000:]
+    assert not re.search(r"node[13] is drained", p.stdout)
+    assert p.returncode != 0        # the gate's failure is the run's
+    scripts = {}
+    for tc in last_attempts(report).values():
+        where = tc["stagedir"] if os.path.isdir(tc["stagedir"]) else tc["outputdir"]
+        scripts[tc["display_name"].split()[0]] = (pathlib.Path(where) / "rfm_job.sh").read_text()
+    assert "#SBATCH --exclude=node2" in scripts["OpenFOAMPitzDailyCheck"]
+    assert "--exclude" not in scripts["BindingCheck"]
+    # the hardware check ran once, in the gate's own session
+    assert "NodeHardwareCheck" not in scripts
 
 
 def test_down_leaves_nothing(cluster):

@@ -146,10 +146,10 @@ def test_a_bios_change_in_batches_leaves_a_running_job_untouched(cluster, venv_b
 
         env = cluster.env()
         out = tmp_path / "counter.out"
-        busy = run("sbatch", "--parsable", "-w", BUSY, "-p", "compute-nps1", "-o", out,
+        busy = run("sbatch", "--parsable", "-w", BUSY, "-p", "nps1", "-o", out,
                    "--wrap", COUNTER, env=env).stdout.strip()
         # node2 has a job too: the drain lets it end before the reboot (ASAP)
-        short = run("sbatch", "--parsable", "-w", "node2", "-p", "compute-nps1",
+        short = run("sbatch", "--parsable", "-w", "node2", "-p", "nps1",
                     "-o", tmp_path / "short.out", "--wrap", "sleep 5; echo finished",
                     env=env).stdout.strip()
         deadline = time.monotonic() + 60
@@ -217,4 +217,4 @@ def test_a_bios_change_in_batches_leaves_a_running_job_untouched(cluster, venv_b
             assert f"bios: {name} rebooted through Slurm and back in service: IDLE" in msgs
     finally:
         bmcs.stop()
-        run("scancel", "--partition", "compute-nps1,compute-nps2", env=cluster.env())
+        run("scancel", "--partition", "nps1,nps2", env=cluster.env())

@@ -1,22 +1,13 @@
 """The module paths a cray-ex user gets, under real Lmod: stand-ins of HPE's PE modules
-(PrgEnv-cray/-gnu, cce, gcc, cray-mpich, cray-libsci, cpe) that set what HPE's set, the
-release tree a deploy makes (Spack's levels for the cray-ex lock: the GNU builds in Core, the
-CCE builds in cce/16.0.1; tests/spack/test_spack_sites.py checks that Spack lays them out so),
-the meta-modules deploy copies in (modulefiles/iostack) and the profile script the lmod role
-writes with cray-ex's inventory.
-
-What the stand-ins do, as HPE's modules do [ARCHER2-Lmod] [ARCHER2-DevEnv]: PrgEnv-<x> sets
-PE_ENV and loads its compiler, cray-mpich and cray-libsci; a compiler module is of family
-"compiler", sets CRAY_LMOD_COMPILER (its level in HPE's hierarchy), puts that level's
-directory on MODULEPATH (where cray-mpich is) and adds the directories named by
-LMOD_CUSTOM_COMPILER_<level>_PREFIX (HPE's lmodHierarchy.get_user_custom_path; a
-prepend_path, so unloading takes them away again); cray-mpich and cray-libsci add their
-library directories to CRAY_LD_LIBRARY_PATH; cpe/<release> reloads the loaded PE modules at
-that release's versions."""
+(tests/support/cray_pe.py: PrgEnv-cray/-gnu, cce, gcc, cray-mpich, cray-libsci, cpe, craype
+and the target modules, doing what HPE's do), the release tree a deploy makes (Spack's levels
+for the cray-ex lock: the GNU builds in Core, the CCE builds in cce/16.0.1;
+tests/spack/test_spack_sites.py checks that Spack lays them out so), the meta-modules deploy
+copies in (modulefiles/iostack) and the profile script the lmod role writes with cray-ex's
+inventory."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 
@@ -27,6 +18,7 @@ from ansible_helpers import ANSIBLE_DIR, run_role
 from iostack.core import paths
 from iostack.deployment import deploy
 from iostack.site import facts as site_facts
+from support import cray_pe
 from unit.spack_lock import Lock
 
 LMOD_INIT = pathlib.Path("/usr/share/lmod/lmod/init/bash")
@@ -41,14 +33,6 @@ RELEASES = {
     "23.09": {"PrgEnv": "8.4.0", "cce": "16.0.1", "gcc": "11.2.0", "cray-mpich": "8.1.27",
               "cray-libsci": "23.09.1.1"},
 }
-LEVEL = {"cce": "crayclang/14.0", "gcc": "gnu/8.0"}
-PRGENV = {"PrgEnv-cray": "cce", "PrgEnv-gnu": "gcc"}
-
-CUSTOM_HOOK = """
--- HPE's custom path hook: the directories of LMOD_CUSTOM_COMPILER_<level>_PREFIX
-local custom = os.getenv("LMOD_CUSTOM_COMPILER_" .. level:upper():gsub("[/.-]", "_") .. "_PREFIX")
-for dir in (custom or ""):gmatch("[^:]+") do prepend_path("MODULEPATH", dir) end
-"""
 
 
 def write(path: pathlib.Path, text: str) -> None:
@@ -58,34 +42,7 @@ def write(path: pathlib.Path, text: str) -> None:
 
 def stand_in_pe(pe: pathlib.Path) -> pathlib.Path:
     """HPE's PE modules as stand-ins; returns its core module directory."""
-    core = pe / "modulefiles" / "core"
-    for release, versions in RELEASES.items():
-        for prgenv, compiler in PRGENV.items():
-            write(core / prgenv / f"{versions['PrgEnv']}.lua",
-                  f'family("PrgEnv")\nsetenv("PE_ENV", "{"CRAY" if compiler == "cce" else "GNU"}")\n'
-                  f'load("{compiler}")\nload("cray-mpich")\nload("cray-libsci")\n')
-        for compiler in ("cce", "gcc"):
-            level = LEVEL[compiler]
-            write(core / compiler / f"{versions[compiler]}.lua",
-                  f'family("compiler")\nlocal level = "{level}"\n'
-                  'setenv("CRAY_LMOD_COMPILER", level)\n'
-                  f'prepend_path("MODULEPATH", "{pe}/modulefiles/compiler/" .. level)\n'
-                  + CUSTOM_HOOK)
-            flavour = {"cce": "cray/14.0", "gcc": "gnu/9.1"}[compiler]
-            mpich = f"/opt/cray/pe/mpich/{versions['cray-mpich']}/ofi/{flavour}"
-            write(pe / "modulefiles" / "compiler" / level / "cray-mpich" / f"{versions['cray-mpich']}.lua",
-                  f'setenv("CRAY_MPICH_DIR", "{mpich}")\n'
-                  f'prepend_path("CRAY_LD_LIBRARY_PATH", "{mpich}/lib")\n')
-        write(core / "cray-libsci" / f"{versions['cray-libsci']}.lua",
-              f'prepend_path("CRAY_LD_LIBRARY_PATH", "/opt/cray/pe/libsci/{versions["cray-libsci"]}/lib")\n')
-        loads = "".join(
-            f'if isloaded("{name}") then load("{name}/{versions[key]}") end\n'
-            for name, key in [("PrgEnv-cray", "PrgEnv"), ("PrgEnv-gnu", "PrgEnv"), ("cce", "cce"),
-                              ("gcc", "gcc"), ("cray-mpich", "cray-mpich"),
-                              ("cray-libsci", "cray-libsci")])
-        write(core / "cpe" / f"{release}.lua",
-              f'family("cpe")\nsetenv("CRAY_PE_RELEASE", "{release}")\n' + loads)
-    return core
+    return cray_pe.write(pe, "cray-ex", RELEASES).core
 
 
 def stack_tree(root: pathlib.Path) -> dict[str, pathlib.Path]:
@@ -137,10 +94,8 @@ def lmod(site, script: str, profile: bool) -> tuple[dict, str]:
     full = (f". {LMOD_INIT} && export MODULEPATH={site['pe']} && "
             + (f". {site['profile']} && " if profile else "") + script
             + " && python3 -c 'import json,os; print(json.dumps(dict(os.environ)))'")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("LMOD", "MODULE", "_ModuleTable", "__LMOD", "CRAY", "PE_"))}
     p = subprocess.run(["bash", "--noprofile", "--norc", "-c", full], capture_output=True,
-                       text=True, env=env, timeout=120)
+                       text=True, env=cray_pe.clean_environment(), timeout=120)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
 
@@ -174,7 +129,7 @@ def test_prgenv_cray_and_the_stack_give_the_cce_level_before_core(site, profile)
     assert env["LMOD_FAMILY_COMPILER"] == "cce" and env["LMOD_FAMILY_COMPILER_VERSION"] == "16.0.1"
     assert env["FDB_ROOT"] == "/opt/iostack/cce@16.0.1/fdb"
     assert env["FIO_ROOT"] == "/opt/iostack/gcc@11.2.0/fio"       # only built with GNU
-    assert env["CRAY_MPICH_DIR"] == "/opt/cray/pe/mpich/8.1.27/ofi/cray/14.0"
+    assert env["CRAY_MPICH_DIR"] == "/opt/cray/pe/mpich/8.1.27/ofi/crayclang/14.0"
 
 
 @pytest.mark.parametrize("profile", [True, False], ids=["login script", "no login script"])

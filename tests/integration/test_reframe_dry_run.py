@@ -65,6 +65,20 @@ def test_cray_ex_jobs_ask_for_the_standard_partition_and_qos(dry_runs):
         assert "\nsrun --hint=nomultithread --distribution=block:block " in s
         assert "/work/x01/x01/iostack-rfm/" in s
         assert "export LD_LIBRARY_PATH=$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH" in s
+        # every job names the budget it charges [ARCHER2-Scheduler]
+        assert "#SBATCH --account=x01" in s
+        # a performance check asks for 2.25 GHz for all its sruns [ARCHER2-Energy], and
+        # records the frequency it got
+        assert "export SLURM_CPU_FREQ_REQ=2250000" in s
+        assert "> iostack-cpufreq.txt" in s
+
+
+def test_cray_ex_checks_that_time_nothing_keep_the_sites_frequency(dry_runs):
+    prefix, _ = dry_runs["cray-ex"]
+    scripts = job_scripts(prefix, "compute", "FdbBitIdentityCheck")
+    assert scripts
+    for s in scripts:
+        assert "SLURM_CPU_FREQ_REQ=" not in s and "> iostack-cpufreq.txt" in s
 
 
 def test_cray_ex_serial_jobs_ask_for_their_memory(dry_runs):

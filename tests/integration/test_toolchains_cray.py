@@ -229,11 +229,12 @@ def test_compilers_from_environment_take_precedence(tmp_path):
     assert craype.calls("cc") and craype.calls("ftn")
 
 
-def test_the_compilers_themselves_get_no_driver_options(tmp_path):
-    """Spack compiles with the PE's compilers themselves (its wrappers around craycc or the
-    PE's gcc), not through cc/CC/ftn [ARCHER2-Spack]: the drivers' -dynamic (which gcc would
-    read as debugging options) stays off their link lines; through the stand-in drivers it
-    is there (test_build_lines_carry_bit_openmp_link_and_rpath_flags)."""
+def test_a_compiler_not_named_cc_gets_no_driver_options(tmp_path):
+    """Spack's compiler wrappers are named after the compiler (gcc/gcc, cce/craycc) whatever
+    they call, the drivers on cray-ex [EPCC-Spack], and gcc itself would read -dynamic as
+    debugging options: the drivers' -dynamic stays off the link lines of a compiler not
+    named cc; through the stand-in drivers it is there
+    (test_build_lines_carry_bit_openmp_link_and_rpath_flags)."""
     env = dict(tl.clean_env(), CC="gcc", CXX="g++", FC="gfortran")
     res = tl.run(["cmake", "-S", CRAYAPP, "-B", tmp_path / "build",
                   f"-DCMAKE_TOOLCHAIN_FILE={tl.TOOLCHAINS / 'cray-gnu.cmake'}", "-C", PRESEED],

@@ -30,9 +30,10 @@ def test_the_code_type_checks(venv_bin, tmp_path):
 
 def test_a_call_of_a_function_that_does_not_exist_is_found(venv_bin, tmp_path):
     check = (paths.REFRAME_DIR / "checks" / "node_hardware.py").read_text()
-    assert "site_facts.site_of_system(system)" in check
-    old = tmp_path / "node_hardware.py"     # as it was before the one site_of_system
-    old.write_text(check.replace("site_facts.site_of_system(system)", "paths.site_of_system(system)"))
+    assert "context.site_of(self.current_partition)" in check
+    old = tmp_path / "node_hardware.py"     # the kind of call the check once made
+    old.write_text(check.replace("context.site_of(self.current_partition)",
+                                 "paths.site_of_system(system)"))
     p = mypy(venv_bin, tmp_path, old)
     assert p.returncode == 1
     assert 'Module has no attribute "site_of_system"' in p.stdout, p.stdout

@@ -59,11 +59,12 @@ def test_a_second_gcc_module_does_not_change_the_gnu_stack(tmp_path):
     packages = env_dir / "packages.yaml"
     second_gcc = """    - spec: gcc@12.2.0 languages:='c,c++,fortran' os=sles15 target=zen2
       prefix: /opt/cray/pe/gcc/12.2.0
+      modules: [cpe/23.09, PrgEnv-gnu, gcc/12.2.0, craype-x86-rome]
       extra_attributes:
         compilers:
-          c: /opt/cray/pe/gcc/12.2.0/bin/gcc
-          cxx: /opt/cray/pe/gcc/12.2.0/bin/g++
-          fortran: /opt/cray/pe/gcc/12.2.0/bin/gfortran
+          c: /opt/cray/pe/craype/2.7.23/bin/cc
+          cxx: /opt/cray/pe/craype/2.7.23/bin/CC
+          fortran: /opt/cray/pe/craype/2.7.23/bin/ftn
 """
     text = packages.read_text()
     anchor = "  gcc:\n    buildable: false\n    externals:\n"

@@ -17,8 +17,8 @@ def settings(**env: str | os.PathLike) -> Settings:
 
 def of(root: pathlib.Path, site: str = "local", env: str | None = None,
        system: str | None = None, release: pathlib.Path | None = None,
-       state: pathlib.Path | None = None, settings_: Settings | None = None,
-       **variables: str | os.PathLike) -> Target:
+       state: pathlib.Path | None = None, account: str | None = None,
+       settings_: Settings | None = None, **variables: str | os.PathLike) -> Target:
     """A Target on deployment root `root`, as `bin/iostack ... --site site --root root`."""
     return Target(settings_ or settings(**variables), SpackEnv(site, env), pathlib.Path(root),
-                  release=release, system=system, state=state)
+                  release=release, system=system, state=state, account=account)

@@ -92,10 +92,11 @@ def test_where_each_application_runs(monkeypatch, tmp_path):
                 for s in env["target_systems"]}
 
     # OpenIFS is in the Cray site's stack only, OpenFOAM in OCI's and Debian's
-    assert systems_with("openifs") == {"cray-ex"}
+    assert systems_with("openifs") == {"cray-ex", "setonix"}
     assert systems_with("openfoam") == {"oci-bm-optimized3", "local", "local-slurm",
                                         "local-cluster"}
     # IOR and io500 are Spack-built everywhere, the local site's too
-    assert systems_with("io500") == {"cray-ex", "oci-bm-optimized3", "local", "local-slurm"}
-    assert systems_with("netcdf") == {"cray-ex", "oci-bm-optimized3", "local", "local-slurm",
-                                      "local-cluster"}
+    assert systems_with("io500") == {"cray-ex", "setonix", "oci-bm-optimized3", "local",
+                                     "local-slurm"}
+    assert systems_with("netcdf") == {"cray-ex", "setonix", "oci-bm-optimized3", "local",
+                                      "local-slurm", "local-cluster"}

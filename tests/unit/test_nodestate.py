@@ -207,6 +207,33 @@ def test_each_drift_is_named_with_its_node(changes, expected):
     assert any(p.startswith(expected) for p in problems), problems
 
 
+def test_a_file_system_oracles_tips_made_and_the_role_adopted_is_as_the_inventory_says():
+    """[OCI-Tips-NVMe]: XFS labelled localscratch on the disk's one partition, mounted by
+    `LABEL=localscratch /mnt/localdisk/ xfs defaults,noatime`; a partition of another disk,
+    or an entry by another label, is still named."""
+    facts = {**FACTS, "nvme_scratch_label": "localscratch",
+             "nvme_scratch_mount_opts": "defaults,noatime"}
+    oracle = found_with(source="/dev/nvme0n1p1", devices=["/dev/nvme0n1"], label="localscratch",
+                        fstab={"spec": "LABEL=localscratch", "fstype": "xfs",
+                               "options": "defaults,noatime"})
+    assert nodestate.mismatches("hpc-node-1", facts, oracle) == []
+    other_disk = copy.deepcopy(oracle)
+    other_disk["scratch"]["source"] = "/dev/nvme1n1p1"
+    assert any("device: inventory says /dev/nvme0n1, node has /dev/nvme1n1p1" in p
+               for p in nodestate.mismatches("hpc-node-1", facts, other_disk))
+    other_label = copy.deepcopy(oracle)
+    other_label["scratch"]["fstab"]["spec"] = "LABEL=precious"
+    assert any("fstab entry: inventory says UUID=1234, node has LABEL=precious" in p
+               for p in nodestate.mismatches("hpc-node-1", facts, other_label))
+
+
+def test_an_fstab_entry_names_its_mount_point_with_or_without_a_slash(tmp_path):
+    fstab = tmp_path / "fstab"
+    fstab.write_text("LABEL=localscratch /mnt/localdisk/ xfs defaults,noatime 0 0\n")
+    assert nodestate.fstab_entry(fstab, "/mnt/localdisk") == {
+        "spec": "LABEL=localscratch", "fstype": "xfs", "options": "defaults,noatime"}
+
+
 def test_unstated_facts_are_not_compared():
     assert nodestate.mismatches("n", {}, found_with(numa_nodes=8, smt_active="1")) == []
 
@@ -215,3 +242,26 @@ def test_kernel_options_of_an_fstab_entry():
     assert nodestate.kernel_options("defaults,noatime,nofail,x-systemd.device-timeout=30s") == \
         {"rw", "noatime"}
     assert nodestate.kernel_options("ro,nosuid,_netdev,noauto") == {"ro", "nosuid"}
+
+
+def test_an_rdma_link_that_is_not_active_is_named(tmp_path):
+    """OCI's MPI goes over mlx5_2 port 1 [OCI-Tips-Slurm]: the kernel's port state is read
+    where the inventory's rdma facts point, and anything but ACTIVE is a drift."""
+    port = tmp_path / "class/infiniband/mlx5_2/ports/1"
+    port.mkdir(parents=True)
+    (port / "state").write_text("4: ACTIVE\n")
+    (port / "phys_state").write_text("5: LinkUp\n")
+    facts = {"rdma_device": "mlx5_2", "rdma_port": 1, "rdma_sysfs_root": str(tmp_path),
+             "bios_sysfs_root": str(tmp_path)}
+    found = nodestate.hardware(facts)
+    assert found["rdma"] == {"state": "4: ACTIVE", "phys_state": "5: LinkUp"}
+    assert nodestate.mismatches("hpc-node-1", facts, found) == []
+    (port / "state").write_text("1: DOWN\n")
+    (port / "phys_state").write_text("3: Disabled\n")
+    assert nodestate.mismatches("hpc-node-1", facts, nodestate.hardware(facts)) == [
+        "hpc-node-1: RDMA link mlx5_2 port 1 is DOWN (physical state 3: Disabled), inventory "
+        "says it carries MPI"]
+    facts["rdma_device"] = "mlx5_9"
+    assert nodestate.mismatches("hpc-node-1", facts, nodestate.hardware(facts)) == [
+        "hpc-node-1: RDMA link mlx5_9 port 1 is absent (physical state absent), inventory "
+        "says it carries MPI"]

@@ -370,3 +370,32 @@ def test_a_correctness_figure_cannot_be_gated():
     errors = references.validate(data)
     assert len(errors) == 2
     assert all("correctness figure" in e for e in errors)
+
+
+def _ran_at(report, freq):
+    for attempt in report["runs"]:
+        for tc in attempt["testcases"]:
+            tc["cpu_freq_requested"] = freq
+    return report
+
+
+def test_a_recorded_value_keeps_the_cpu_frequency_its_job_ran_at(refs_dir):
+    """[ARCHER2-Energy]: the same code runs slower at ARCHER2's 2.0 GHz default cap than at
+    2.25 GHz: each recorded value says which it was taken at (the checks then ask for it),
+    and values of different frequencies are never one median."""
+    nights = [_ran_at(n, "2250000") for n in series()[:2]]
+    baseline.record(nights, "local", ["TinyThroughputCheck"], refs_dir=refs_dir)
+    assert recorded(refs_dir, "TinyThroughputCheck", "fdb_write_ratio")["provenance"][
+        "cpu_freq_khz"] == 2250000
+    mixed = [_ran_at(series()[0], "2250000"), _ran_at(series()[1], "")]
+    with pytest.raises(Failed, match=r"ran at different CPU frequencies \(2250000, default\)"):
+        baseline.record(mixed, "local", ["TinyThroughputCheck"], refs_dir=refs_dir)
+    # a run without a frequency (a node that sets none) records none
+    baseline.record(series()[:1], "local", ["TinyNewSystemCheck"], refs_dir=refs_dir)
+    assert "cpu_freq_khz" not in recorded(refs_dir, "TinyNewSystemCheck",
+                                          "fdb_write_ratio")["provenance"]
+    data = references.load(refs_dir / "report_checks.yaml")
+    data["TinyThroughputCheck"]["references"]["local:default+builtin"]["size=small"][
+        "fdb_write_ratio"]["provenance"]["cpu_freq_khz"] = "2.25 GHz"
+    assert any("cpu_freq_khz '2.25 GHz' is not a frequency in kHz" in e
+               for e in references.validate(data))

@@ -36,6 +36,12 @@ def systems(config):
     return {s["name"]: s for s in config["systems"]}
 
 
+def environment(config, name, system):
+    """The environment `name` a system gets (the Cray sites each have their PrgEnvs)."""
+    return next(e for e in config["environments"]
+                if e["name"] == name and system in e["target_systems"])
+
+
 def partition(config, fullname):
     system, part = fullname.split(":")
     return next(p for p in systems(config)[system]["partitions"] if p["name"] == part)
@@ -43,23 +49,62 @@ def partition(config, fullname):
 
 def test_the_sites_and_local_slurm_are_systems(config):
     assert set(systems(config)) == {"local", "local-slurm", "local-cluster", "cray-ex",
-                                    "oci-bm-optimized3"}
+                                    "setonix", "oci-bm-optimized3"}
 
 
 def test_local_cluster_partitions_are_named_as_on_oci(config):
-    """One partition per NPS, as oci-bm-optimized3 has them; Slurm partitions of the
-    same names as OCI's (`iostack-testbed cluster up` makes them from the inventory)."""
+    """One partition per NPS, as oci-bm-optimized3 has them, and one of nodes booted with
+    SMT on; Slurm partitions of the same names as OCI's (`iostack-testbed cluster up` makes
+    them from the inventory)."""
     oci = [p["name"] for p in systems(config)["oci-bm-optimized3"]["partitions"]]
-    assert [p["name"] for p in systems(config)["local-cluster"]["partitions"]] == oci
+    assert [p["name"] for p in systems(config)["local-cluster"]["partitions"]] == oci + ["smt"]
     for nps in oci:
         p = partition(config, f"local-cluster:{nps}")
         oci_p = partition(config, f"oci-bm-optimized3:{nps}")
         assert (p["scheduler"], p["launcher"]) == ("squeue", "srun")
-        assert p["access"] == [f"--partition=compute-{nps}"]
-        assert oci_p["access"][0] == f"--partition=compute-{nps}"
+        assert p["access"] == [f"--partition={nps}"]
+        assert oci_p["access"][0] == f"--partition={nps}"
         assert {"nvme", "slurm", "mpi", "small-io", nps} <= set(p["features"])
         assert p["extras"]["io_dir"] == oci_p["extras"]["io_dir"]
         assert p["extras"]["mpi_launcher_options"] == ["--mpi=pmix"]
+
+
+def test_local_cluster_partitions_say_the_layout_the_binding_check_holds_them_to(config):
+    """Each partition's NPS/SMT and the placement its sruns ask for, as ARCHER2's
+    [ARCHER2-Scheduler]; the processor as the emulated node shows it."""
+    layouts = {}
+    for name in ("nps1", "nps2", "smt"):
+        p = partition(config, f"local-cluster:{name}")
+        assert "binding" in p["features"]
+        assert p["extras"]["launcher_options"] == ["--hint=nomultithread",
+                                                   "--distribution=block:block"]
+        layouts[name] = (p["extras"]["nps"], p["extras"]["smt"], p["processor"]["num_cpus"])
+        assert p["processor"]["num_sockets"] * p["processor"]["num_cpus_per_socket"] == \
+            p["processor"]["num_cpus"]
+    # one task per core: the SMT node's second threads are not the jobs' CPUs
+    assert layouts["nps2"] == (2, False, layouts["nps1"][2])
+    assert layouts["smt"] == (1, True, layouts["nps1"][2] // 2)
+    assert layouts["nps1"][:2] == (1, False)
+    # no MPI job of two ranks on the one-core SMT node
+    assert "mpi" not in partition(config, "local-cluster:smt")["features"]
+
+
+def test_facts_partitions_carry_their_layout_for_the_binding_check(config):
+    for name in ("cray-ex:compute", "setonix:compute", "oci-bm-optimized3:nps2"):
+        p = partition(config, name)
+        assert "binding" in p["features"], name
+        assert {"nps", "smt"} <= set(p["extras"]), name
+    # nodes shared between jobs place nothing of their own
+    assert "binding" not in partition(config, "cray-ex:serial")["features"]
+    assert partition(config, "cray-ex:compute")["extras"]["nps"] == 4
+    # an environment of each with OpenMP and hwloc builds the probe
+    for env, system in (("PrgEnv-gnu", "cray-ex"), ("PrgEnv-gnu", "setonix"),
+                        ("gnu", "oci-bm-optimized3")):
+        assert {"openmp", "hwloc"} <= set(environment(config, env, system)["features"]), env
+    assert environment(config, "PrgEnv-gnu", "cray-ex")["extras"]["app_modules"]["hwloc"] == \
+        ["hwloc"]
+    assert environment(config, "gnu", "oci-bm-optimized3")["env_vars"][0] == ["PKG_CONFIG_PATH",
+                                          "/opt/hwloc/lib/pkgconfig:$PKG_CONFIG_PATH"]
 
 
 def test_local_slurm_submits_where_the_test_beds_slurm_runs_jobs(config, tmp_path):
@@ -80,13 +125,11 @@ def test_local_slurm_submits_where_the_test_beds_slurm_runs_jobs(config, tmp_pat
 
 
 def test_every_partition_can_run_the_fdb_checks(config):
-    envs = {e["name"]: e for e in config["environments"]}
     for system in config["systems"]:
         for p in system["partitions"]:
             assert {"fdb", "grib"} <= set(p["features"]), p["name"]
-            for env in p["environs"]:
-                assert system["name"] in envs[env]["target_systems"]
-            assert any("fdb" in envs[env]["features"] for env in p["environs"])
+            envs = [environment(config, env, system["name"]) for env in p["environs"]]
+            assert any("fdb" in env["features"] for env in envs)
 
 
 def test_io_size_feature_splits_ci_nodes_from_clusters(config):
@@ -101,14 +144,21 @@ def test_cray_ex_compute_and_its_programming_environments(config):
     p = partition(config, "cray-ex:compute")
     assert p["scheduler"] == "slurm" and p["launcher"] == "srun"
     assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
-    assert p["access"] == ["--partition=standard", "--qos=standard"]
+    assert p["access"] == ["--partition=standard", "--qos=standard", "--account=x01"]
+    # [ARCHER2-Scheduler]: QoS short for quick runs; highmem's 512 GB nodes for big ones;
+    # [ARCHER2-Hardware]: 256 GB per standard node
+    assert p["extras"]["short_access"] == ["--qos=short"]
+    assert p["extras"]["large_memory_access"] == ["--partition=highmem", "--qos=highmem"]
+    assert p["extras"]["mem_per_node"] == 256 * 1024
     # every srun: one task per core, CCXs filled in turn [ARCHER2-Scheduler] [EPCC-ReFrame]
     assert p["extras"]["launcher_options"] == ["--hint=nomultithread", "--distribution=block:block"]
     assert "mpi_launcher_options" not in p["extras"]
     assert (p["processor"]["arch"], p["processor"]["num_cpus"]) == ("zen2", 128)
     assert p["extras"]["io_dir"] == "/work/x01/x01/iostack-rfm"
+    # [ARCHER2-Energy]: performance checks ask for 2.25 GHz, not the 2.0 GHz default cap
+    assert p["extras"]["cpu_freq_khz"] == 2250000
     assert set(p["environs"]) == {"PrgEnv-cray", "PrgEnv-gnu"}
-    envs = {e["name"]: e for e in config["environments"]}
+    envs = {e["name"]: e for e in config["environments"] if "cray-ex" in e["target_systems"]}
     for name in ("PrgEnv-cray", "PrgEnv-gnu"):
         # the release first, then the PrgEnv, then the stack [ARCHER2-DevEnv]
         assert envs[name]["modules"][:3] == ["cpe/23.09", name, "iostack"]
@@ -122,10 +172,50 @@ def test_cray_ex_serial_is_shared_and_each_job_names_its_memory(config):
     """[ARCHER2-Analysis]: ReFrame gives --ntasks; the access gives --mem; the jobs ReFrame
     runs there at once stay within what QoS serial lets one user hold (32 cores, 125 GB)."""
     p = partition(config, "cray-ex:serial")
-    assert p["access"] == ["--partition=serial", "--qos=serial", "--mem=16G"]
+    assert p["access"] == ["--partition=serial", "--qos=serial", "--mem=16G", "--account=x01"]
     assert p["environs"] == ["PrgEnv-gnu"] and p["launcher"] == "local"
+    # what one job may use of a shared node: what it asks
+    assert p["extras"]["mem_per_node"] == 16 * 1024
     assert p["max_jobs"] * p["processor"]["num_cpus"] <= 32
     assert p["max_jobs"] * 16 <= 125
+
+
+def test_every_job_of_a_site_that_requires_an_account_names_one(monkeypatch, tmp_path):
+    """[ARCHER2-Scheduler]: every ARCHER2 job names its budget; the nightly's --account
+    (IOSTACK_ACCOUNT) replaces the facts' one; a site that needs none names none."""
+    config = load_config(monkeypatch, tmp_path)
+    for name in ("cray-ex:compute", "cray-ex:serial"):
+        assert "--account=x01" in partition(config, name)["access"]
+    for p in systems(config)["oci-bm-optimized3"]["partitions"]:
+        assert not [a for a in p["access"] if a.startswith("--account")]
+    monkeypatch.setenv("IOSTACK_ACCOUNT", "t01-test")
+    config = load_config(monkeypatch, tmp_path)
+    assert [a for a in partition(config, "cray-ex:compute")["access"]
+            if a.startswith("--account")] == ["--account=t01-test"]
+
+
+def test_setonix_is_the_same_cray_system_with_its_own_facts(config):
+    """Setonix, built by the same code as cray-ex from its facts alone: Pawsey's work
+    partition, whole nodes asked for (they are shared by default), its project, CPE 25.03's
+    PrgEnvs, /scratch; debug for short runs, highmem's 1 TB nodes for big ones."""
+    (p,) = systems(config)["setonix"]["partitions"]
+    assert p["name"] == "compute" and (p["scheduler"], p["launcher"]) == ("slurm", "srun")
+    assert p["access"] == ["--partition=work", "--exclusive", "--account=pawsey0001"]
+    assert {"fdb", "grib", "lustre", "mpi", "nps4"} <= set(p["features"])
+    assert p["extras"]["io_dir"] == "/scratch/pawsey0001/iostack-rfm"
+    assert p["extras"]["short_access"] == ["--partition=debug"]
+    assert p["extras"]["large_memory_access"] == ["--partition=highmem"]
+    assert p["extras"]["mem_per_node"] == 256 * 1024
+    assert "cpu_freq_khz" not in p["extras"] and "launcher_options" not in p["extras"]
+    assert (p["processor"]["arch"], p["processor"]["num_cpus"]) == ("zen3", 256)
+    for name in ("PrgEnv-cray", "PrgEnv-gnu"):
+        env = environment(config, name, "setonix")
+        assert env["target_systems"] == ["setonix"]
+        assert env["modules"][:3] == ["cpe/25.03", name, "iostack"]
+        # the same stacks as cray-ex's: only the release differs
+        cray = environment(config, name, "cray-ex")
+        assert env["modules"][3:] == cray["modules"][3:]
+        assert env["features"] == cray["features"]
 
 
 def test_oci_binds_as_oci_openfoam_says(config):
@@ -134,19 +224,23 @@ def test_oci_binds_as_oci_openfoam_says(config):
     assert nps1["extras"]["launcher_options"] == ["--cpu-bind=cores", "--distribution=block:cyclic"]
     assert nps2["extras"]["launcher_options"] == ["--cpu-bind=rank_ldom",
                                                   "--distribution=block:cyclic"]
+    # 512 GB per node (RealMemory=500000 MB) [OCI-Tips-Slurm]
+    assert nps1["extras"]["mem_per_node"] == 512 * 1024
     assert {"nvme", "nps1"} <= set(nps1["features"]) and "nps2" in nps2["features"]
     for p in (nps1, nps2):
         assert p["processor"]["num_cpus"] == 36 and p["processor"]["num_sockets"] == 2
-    assert nps1["access"] == ["--partition=compute-nps1", "--exclusive"]
-    assert nps2["access"] == ["--partition=compute-nps2", "--exclusive"]
+    # Oracle Japan's partitions, one per NPS mode [OCI-Tips-SlurmOps]
+    assert nps1["access"] == ["--partition=nps1", "--exclusive"]
+    assert nps2["access"] == ["--partition=nps2", "--exclusive"]
 
 
 def test_oci_mpi_starts_through_pmix_over_the_cluster_network_nic(config):
-    """Oracle's stack sets MpiDefault=none and runs MPI on mlx5_2 port 1 with RoCE's traffic
-    class 105 and GID index 3 over UCX [OCI-HPC-Stack] [OCI-Tips-Slurm]."""
+    """Oracle Japan's Slurm sets MpiDefault=pmix, so srun starts Open MPI through PMIx as
+    it is [OCI-Tips-Slurm]; MPI runs on mlx5_2 port 1 with RoCE's traffic class 105 and GID
+    index 3 over UCX [OCI-HPC-Stack] [OCI-Tips-Slurm]."""
     for name in ("oci-bm-optimized3:nps1", "oci-bm-optimized3:nps2"):
         p = partition(config, name)
-        assert p["extras"]["mpi_launcher_options"] == ["--mpi=pmix"]
+        assert "mpi_launcher_options" not in p["extras"]
         assert dict(p["env_vars"]) == {"UCX_NET_DEVICES": "mlx5_2:1", "OMPI_MCA_pml": "ucx",
                                        "UCX_IB_TRAFFIC_CLASS": "105", "UCX_IB_GID_INDEX": "3"}
 
@@ -232,7 +326,8 @@ def test_every_module_an_environment_loads_is_in_its_sites_lock(config):
 
 
 def test_a_module_the_lock_lacks_or_builds_with_another_compiler_is_named(config):
-    envs = {e["name"]: e for e in config["environments"]}
+    envs = {e["name"]: e for e in config["environments"]
+            if e["target_systems"] != ["setonix"]}
     gnu = dict(envs["gnu"], modules=envs["gnu"]["modules"] + ["openifs"])
     assert module_problems(gnu, "oci-bm-optimized3") == [
         "gnu@oci-bm-optimized3: module openifs: no such package in "
@@ -286,3 +381,12 @@ def test_offsite_switches_only_the_real_sites_to_nomod(monkeypatch, tmp_path):
         assert off_site[name]["modules_system"] == "nomod"
     for name in ("local", "local-slurm", "local-cluster"):
         assert off_site[name]["modules_system"] == "lmod"
+
+
+def test_every_partition_names_the_site_whose_facts_list_its_system(config):
+    """The checks take their site from the partition (iostack_rfm.context.site_of), never by
+    scanning facts files: each partition's `site` is the one that lists its system."""
+    for system in config["systems"]:
+        for p in system["partitions"]:
+            site = p["extras"]["site"]
+            assert system["name"] in site_facts.load(site).systems, (system["name"], site)

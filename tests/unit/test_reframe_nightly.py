@@ -2,6 +2,7 @@
 missing baseline is explained with the command that records one, and the verdict is true:
 a session the DB did not store, a check that did not load, an unknown system or mode, a
 run out of time each fail with one line saying so."""
+import dataclasses
 import json
 import os
 import re
@@ -35,7 +36,9 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
                 in_db.add(report.get("session_info", {}).get("uuid"))
         return reframe.Outcome(rc, said, timed_out)
 
-    def list_checks(target, mode=None, env_extra=None):
+    def list_checks(target, mode=None, env_extra=None, select=(), partitions=False):
+        if partitions:      # the health gate's question: no node check on these systems
+            return reframe.Listing(0, set(), [], "")
         checks = nightly.MODES[mode].checks if listed is None else listed
         return reframe.Listing(0, set(checks), [], "")
 
@@ -258,3 +261,97 @@ def test_an_unknown_reframe_is_refused_before_it_runs(tmp_path, monkeypatch):
     assert str(e.value).startswith("ReFrame 5.0.0 at ") and "KNOWN_REFRAME" in str(e.value)
     monkeypatch.setattr(reframe, "version", lambda exe: "4.10.4")
     reframe.require_known_version(targets.settings())
+
+
+def test_a_site_that_requires_an_account_and_has_none_is_refused_before_reframe(
+        tmp_path, monkeypatch, capsys):
+    """ARCHER2 refuses every job without --account [ARCHER2-Scheduler]: with none in the
+    facts and none given, `bin/iostack nightly` says so in one line and ReFrame never starts;
+    given one, ReFrame's configuration gets it (IOSTACK_ACCOUNT)."""
+    from iostack import cli
+    from iostack.site import facts as site_facts
+
+    calls = fake_reframe(tmp_path, monkeypatch, real_report([PASS]))
+    cray = site_facts.load("cray-ex")
+    nameless = dataclasses.replace(cray, account={**cray.account, "name": None})
+    monkeypatch.setattr(site_facts, "load", lambda site: nameless)
+    assert cli.main(["nightly", "--site", "cray-ex", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("iostack: error: site cray-ex: its "
+                                                   "scheduler refuses every job without an account")
+    assert calls == []
+    monkeypatch.setattr(nightly, "preflight", lambda *a: None)
+    nightly.run(targets.of(tmp_path, site="cray-ex", account="t01"))
+    assert [c["env"] for c in calls] == [{"IOSTACK_ACCOUNT": "t01"}]
+
+
+def gate_case(node, reason=None):
+    """A test case of NodeHardwareCheck spread over the nodes (--distribute=all)."""
+    tc = dict(real_report(PASS)["runs"][0]["testcases"][0])
+    tc.update(name=f"NodeHardwareCheck_{node}", unique_name=f"NodeHardwareCheck_{node}",
+              display_name=f"NodeHardwareCheck %.nid={node} /0123abcd", result="pass",
+              fail_reason=None, perfvalues={})
+    if reason:
+        tc.update(result="fail", fail_reason=f"sanity error: {reason!r}")
+    return tc
+
+
+def test_the_health_gate_drains_a_drifted_node_from_the_performance_checks_only(
+        tmp_path, monkeypatch, capsys):
+    """Where the system has nodes the hardware check knows, it runs on every node first; a
+    node not as its facts say is named in one line and its name reaches the run's checks
+    (IOSTACK_DRAINED_NODES: performance checks --exclude it, iostack_rfm.base); the check does
+    not run again, and the gate's failure is the run's."""
+    gate = real_report(PASS, uuid="gate")
+    gate["runs"][0]["testcases"] = [
+        gate_case("node1"),
+        gate_case("node2", ["node2: /mnt/localdisk is mounted without noatime (options "
+                            "rw,relatime), inventory says defaults,noatime",
+                            "node2: 2 MB huge pages: inventory says 0, node has 64"])]
+    gate["session_info"].update(num_cases=2, num_failures=1)
+    main = real_report(PASS, uuid="main")
+    calls = []
+
+    def run(target, extra=(), mode=None, env_extra=None, deadline=None, pass_fds=()):
+        extra = list(extra)
+        calls.append({"extra": extra, "env": env_extra})
+        report = gate if "--distribute=all" in extra else main
+        path = extra[extra.index("--report-file") + 1]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report))
+        return reframe.Outcome(1 if report is gate else 0, {}, False)
+
+    def list_checks(target, mode=None, env_extra=None, select=(), partitions=False):
+        return reframe.Listing(0, {nightly.GATE_CHECK} if partitions
+                               else set(nightly.MODES[mode].checks), [], "")
+
+    monkeypatch.setattr(reframe, "reframe", run)
+    monkeypatch.setattr(reframe, "list_checks", list_checks)
+    monkeypatch.setattr(nightly.results, "is_stored", lambda target, uuid: True)
+    monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: [])
+    monkeypatch.setattr(nightly.provenance, "git_commit", lambda: "c0ffee" * 6 + "c0ff")
+    assert nightly.run(targets.of(tmp_path, system="local-cluster"), ["-n", "PitzDaily"]) == 1
+    out = capsys.readouterr().out
+    assert ("iostack: node2 is drained from the performance checks: /mnt/localdisk is mounted "
+            "without noatime (options rw,relatime), inventory says defaults,noatime; 2 MB huge "
+            "pages: inventory says 0, node has 64\n") in out
+    assert "node1 is drained" not in out
+    gate_call, main_call = calls
+    assert gate_call["extra"][-3:] == ["-n", nightly.GATE_CHECK, "--distribute=all"]
+    assert main_call["extra"][-4:] == ["-n", "PitzDaily", "-x", nightly.GATE_CHECK]
+    assert main_call["env"][nightly.DRAINED_ENV] == "node2"
+    assert nightly.DRAINED_ENV not in gate_call["env"]
+
+
+def test_a_run_of_the_hardware_check_itself_or_a_system_without_nodes_is_not_gated(
+        tmp_path, monkeypatch):
+    assert not nightly.gate_wanted(["-n", "NodeHardwareCheck", "--distribute=all"])
+    assert nightly.gate_wanted(["-n", "PitzDaily"]) and nightly.gate_wanted([])
+    calls = fake_reframe(tmp_path, monkeypatch, real_report(PASS))
+    assert nightly.run(targets.of(tmp_path)) == 0
+    assert len(calls) == 1 and nightly.GATE_CHECK not in calls[0]["extra"]
+
+
+def test_the_gate_and_the_checks_name_drained_nodes_the_same_way():
+    from iostack_rfm import context
+    assert context.DRAINED_ENV == nightly.DRAINED_ENV

@@ -112,6 +112,29 @@ def test_cray_ex_is_archer2_class_zen2():
     assert cray.programming_environment["release"] == "23.09"
 
 
+def test_setonix_is_a_cray_ex_in_service_and_differs_in_facts_only():
+    """[Pawsey-Setonix] [Pawsey-Spack]: 2 x 64-core Milan (zen3), SMT on, NPS4, 256 GB; CPE
+    25.03 (CCE 19.0.0, gcc 14.2.0, cray-mpich 8.1.32); partition work, nodes shared unless a
+    job asks for them whole; /scratch for jobs' data; the project Pawsey's own jobs charge."""
+    setonix = site_facts.load("setonix")
+    compute = setonix.nodes["compute"]
+    assert (setonix.os, setonix.libc, setonix.target) == ("sles15", "glibc@2.31", "zen3")
+    assert compute.summary() == "2 x 64-core AMD EPYC 7763, SMT on, NPS4"
+    assert compute.memory_mib() == 256 * 1024
+    assert compute.slurm_access() == ["--partition=work", "--exclusive"]
+    assert compute.choice_access("short") == ["--partition=debug"]
+    assert setonix.slurm_account() == "pawsey0001" and not setonix.account["required"]
+    pe = setonix.programming_environment
+    assert pe["release"] == "25.03" and pe["mpi"] == "cray-mpich@8.1.32"
+    assert {e["compiler"] for e in pe["prgenvs"].values()} == {"cce@19.0.0", "gcc@14.2.0"}
+    assert setonix.io_features("compute") == ["lustre"]
+    # what it shares with cray-ex is the shape of its facts: the same keys, other values
+    cray = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
+    mine = yaml.safe_load((site_facts.FACTS / "setonix.yaml").read_text())
+    assert set(mine) == set(cray) and set(mine["programming_environment"]) == set(
+        cray["programming_environment"])
+
+
 def test_cray_ex_serial_nodes_are_shared_data_analysis_nodes():
     """[ARCHER2-Analysis]: jobs share the nodes and ask for cores and memory; the QoS caps
     what one user holds at once (32 cores, 125 GB), which ReFrame's jobs there fit in."""
@@ -123,6 +146,32 @@ def test_cray_ex_serial_nodes_are_shared_data_analysis_nodes():
     jobs_at_once = 4    # reframe-tests/config/iostack.py: the serial partition's max_jobs
     assert jobs_at_once * serial.slurm["cpus"] <= 32
     assert jobs_at_once * int(serial.slurm["mem"].rstrip("G")) <= 125
+
+
+def test_the_account_a_job_charges(tmp_path):
+    """[ARCHER2-Scheduler]: sbatch refuses a job without --account. The facts give one, the
+    operator may give another of the centre's form; where the centre requires one and none
+    is given, one line says so before anything is submitted; a site that needs none gets
+    none."""
+    cray = site_facts.load("cray-ex")
+    assert cray.slurm_account() == "x01"
+    assert cray.slurm_account("t01-test") == "t01-test"
+    with pytest.raises(site_facts.FactsError) as e:
+        cray.slurm_account("project_465000001")
+    assert "not of the form its centre's accounts have" in str(e.value)
+    data = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
+    del data["account"]["name"]
+    path = tmp_path / "cray-ex.yaml"
+    path.write_text(yaml.safe_dump(data))
+    nameless = site_facts.read(path)
+    with pytest.raises(site_facts.FactsError) as e:
+        nameless.slurm_account()
+    assert str(e.value) == (
+        "site cray-ex: its scheduler refuses every job without an account (sites/cray-ex.yaml "
+        "account.required): give one with --account NAME or as sites/cray-ex.yaml "
+        "account.name; nothing was submitted")
+    assert nameless.slurm_account("t01") == "t01"
+    assert site_facts.load("local").slurm_account() is None
 
 
 def test_a_file_system_some_nodes_do_not_mount_is_no_scratch_of_theirs(tmp_path):
@@ -142,12 +191,14 @@ def test_oci_has_one_group_per_nps_mode_on_node_local_nvme():
     nps = {g.nps: g for g in oci.nodes.values() if g.nps is not None}
     assert sorted(nps) == [1, 2]
     for mode, group in nps.items():
-        assert group.slurm_access() == [f"--partition=compute-nps{mode}"]
+        # select/linear: whole nodes, which jobs ask for [OCI-Tips-Slurm]
+        assert group.slurm_access() == [f"--partition=nps{mode}", "--exclusive"]
         assert group.reframe_processor()["num_cpus"] == 36
         assert oci.file_system_of(group.scratch) == {"mount": "/mnt/localdisk", "type": "nvme",
                                                      "shared": False}
-        # Oracle's stack: MpiDefault=none, so srun names PMIx; UCX on the cluster-network NIC
-        assert group.mpi_launcher_options() == ["--mpi=pmix"]
+        # Oracle Japan's stack: MpiDefault=pmix, so srun needs no --mpi [OCI-Tips-Slurm]; UCX
+        # on the cluster-network NIC
+        assert group.mpi_launcher_options() == []
         assert group.rdma == {"device": "mlx5_2", "port": 1, "traffic_class": 105,
                               "gid_index": 3}
     assert oci.io_features("compute-nps1") == ["nvme"]
@@ -197,6 +248,10 @@ def test_a_multi_node_cluster_with_scratch_per_node_is_described(tmp_path):
     ({"nodes.compute.slurm": None}, "compute nodes of a Slurm site need slurm: partition"),
     ({"name": "other"}, "name 'other' differs from the file's name 'cray-ex'"),
     ({"nodes.compute.hostnames": ["nid(\\d+"]}, "is not a regular expression"),
+    ({"account.name": "project_465000001"}, "account/name: 'project_465000001' is not of the form"),
+    ({"account.pattern": "[a-"}, "account/pattern: '[a-' is not a regular expression"),
+    ({"nodes.compute.cpu_frequency.performance_khz": 2800000},
+     "nodes/compute/cpu_frequency/performance_khz: 2800000 is not one of available_khz"),
 ])
 def test_wrong_facts_are_one_line_naming_the_file_and_field(tmp_path, change, message):
     data = yaml.safe_load((site_facts.FACTS / "cray-ex.yaml").read_text())
@@ -423,6 +478,9 @@ def inventory_disagreements(site: str) -> list[str]:
         fs = facts.file_system_of(nodes.scratch) if nodes.scratch else None
         if fs and fs["type"] == "nvme":
             want["nvme_scratch_mount"] = fs["mount"]
+        if nodes.rdma:
+            # the port the hardware check (and the nightly's health gate) wants ACTIVE
+            want.update(rdma_device=nodes.rdma["device"], rdma_port=nodes.rdma["port"])
         for var, value in want.items():
             if value is not None and got.get(var) != value:
                 problems.append(f"{where}: {group}: {var} is {got.get(var)!r}, the facts say "
@@ -430,6 +488,11 @@ def inventory_disagreements(site: str) -> list[str]:
     site_vars = variables("deploy")
     if site_vars.get("iostack_site") != site:
         problems.append(f"{where}: iostack_site is {site_vars.get('iostack_site')!r}")
+    account = (facts.account or {}).get("name")
+    if site_vars.get("iostack_account") != account:
+        problems.append(f"{where}: iostack_account (the nightly timer's --account) is "
+                        f"{site_vars.get('iostack_account')!r}, the facts' account.name "
+                        f"{account!r}")
     root = str(site_vars.get("iostack_root", ""))
     if facts.scheduler == "slurm":
         # every node a job runs on loads the stack from there

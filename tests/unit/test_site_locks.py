@@ -137,7 +137,7 @@ def test_cray_ex_has_a_cce_stack_and_a_gnu_stack():
         assert {lock.compiler(s) for s in lock.named(name)} == {CCE, GNU}
     # each flavour of cray-mpich is the one of its compiler's PrgEnv
     for mpich in lock.named("cray-mpich"):
-        flavour = {CCE: "/ofi/cray/", GNU: "/ofi/gnu/"}[lock.compiler(mpich)]
+        flavour = {CCE: "/ofi/crayclang/", GNU: "/ofi/gnu/"}[lock.compiler(mpich)]
         assert f"{mpich['name']}@{mpich['version']}" == _PE["mpi"]
         assert flavour in mpich["external"]["path"]
     assert len(lock.named("cray-mpich")) == 2

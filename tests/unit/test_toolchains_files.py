@@ -34,8 +34,14 @@ def parse(path: pathlib.Path) -> dict[str, str]:
 def test_expected_files_exist():
     names = {p.name for p in TOOLCHAINS.glob("*.cmake")}
     assert {"cray-cce.cmake", "cray-gnu.cmake", "aarch64-linux-gnu.cmake"} <= names
-    # cray-ex is zen2 only (EPYC 7742): one pre-seed file for it
-    assert {p.name for p in PRESEED_FILES} == {"cray-ex-zen2.cmake", "aarch64-linux-gnu.cmake"}
+    # one pre-seed file per Cray EX target: cray-ex's zen2 (EPYC 7742), setonix's zen3 (7763)
+    assert {p.name for p in PRESEED_FILES} == {"cray-ex-zen2.cmake", "cray-ex-zen3.cmake",
+                                               "aarch64-linux-gnu.cmake"}
+    from iostack.site import facts as site_facts
+    for site in site_facts.names():
+        facts = site_facts.load(site)
+        if facts.programming_environment:
+            assert (PRESEED / f"cray-ex-{facts.target}.cmake").is_file(), site
     assert (PRESEED / "regenerate.sh").stat().st_mode & 0o111
 
 
@@ -97,7 +103,7 @@ def test_readme_site_table_names_existing_files():
     table = text[text.index("## Which site uses which file"):text.index("## Usage")]
     rows = [r for r in table.splitlines() if r.startswith("| `")]
     sites = {r.split("|")[1].strip(" `") for r in rows}
-    assert sites == {"cray-ex", "oci-bm-optimized3", "local"}
+    assert sites == {"cray-ex", "setonix", "oci-bm-optimized3", "local"}
     referenced = set(re.findall(r"`(toolchains/[\w./-]+\.cmake)`", table))
     assert referenced, table
     for rel in referenced:

@@ -44,6 +44,8 @@ CHILD_VARIABLES = {
     "IOSTACK_RFM_STATE": "where ReFrame writes its stage, output, perflogs and reports",
     "IOSTACK_RFM_REFERENCES": "the performance references the checks compare with",
     "IOSTACK_SAMPLES": "where the checks find the published GRIB samples",
+    "IOSTACK_ACCOUNT": "the Slurm account the regression's jobs charge (--account, the facts')",
+    "IOSTACK_DRAINED_NODES": "the nodes the health gate kept off the performance checks",
     "IOSTACK_SPACK_CONFIG": "the directory of the mirrors set-up registered (mirrors.yaml)",
     "IOSTACK_SPACK_MISC_CACHE": "Spack's misc cache, shared by the roots of this checkout",
     "IOSTACK_SPACK_PACKAGES": "the builtin repository's checkout (Spack's repos.yaml)",

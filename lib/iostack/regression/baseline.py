@@ -114,6 +114,8 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     values: dict[tuple, list] = {}
     units: dict[tuple, str | None] = {}
     sources: dict[tuple, list] = {}
+    # the CPU frequency each value's job ran at (the mixin's cpu_freq_requested)
+    freqs: dict[tuple, set[str]] = {}
     without_file = set()
     for session in sessions:
         for tc in results.last_attempts(session).values():
@@ -136,6 +138,7 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
                     values.setdefault(k, []).append(float(pv.value))
                     units[k] = pv.unit
                     sources.setdefault(k, []).append(session)
+                    freqs.setdefault(k, set()).add(str(tc.get("cpu_freq_requested") or ""))
     files: dict[pathlib.Path, dict] = {}
     written: dict[pathlib.Path, int] = {}
     for (path, check, partition, variant, var), vals in sorted(values.items()):
@@ -158,6 +161,14 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
         # each value's provenance names the sessions it is the median of (a campaign's
         # nights run one figure each)
         prov = provenance(sources[(path, check, partition, variant, var)])
+        ran_at = freqs[(path, check, partition, variant, var)]
+        if len(ran_at) > 1:
+            raise Failed(f"{check} {partition} {var}: the sessions ran at different CPU "
+                         f"frequencies ({', '.join(sorted(f or 'default' for f in ran_at))}); "
+                         "record from sessions of one frequency (--session)")
+        (freq,) = ran_at
+        if freq.isdigit():
+            prov["cpu_freq_khz"] = int(freq)
         references.record(section, partition, variant, var, statistics.median(vals),
                           units[(path, check, partition, variant, var)], prov, spread=spread,
                           **bounds)

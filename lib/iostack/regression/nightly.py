@@ -15,6 +15,14 @@ option against it) and ReFrame stored its session; else the report is kept for
 `bin/iostack store-report`. The whole run, waiting included, ends within its mode's
 wall-clock bound.
 
+Before the checks, the health gate (as Oracle's stack checks its nodes before it gives them to
+jobs [OCI-HPC-Stack]): where the system has nodes the per-node hardware check knows
+(NodeHardwareCheck: disk, huge pages, NPS/SMT, the RDMA link; their Ansible facts), it runs on
+every node first, in a session of its own. A node that is not as its facts say is drained from
+the run's performance checks, one line each (`iostack: node2 is drained from the performance
+checks: ...`): they get `--exclude` (IOSTACK_DRAINED_NODES, iostack_rfm.base), its other
+checks still run there, and the gate's failure is the run's.
+
 After a stored session, the history gate (iostack.regression.gates): each gated figure's last nights
 against the nights before them in the results DB, since its reference was recorded; a
 regression that persists fails the run (RC_REGRESSION) even when each night stayed inside
@@ -25,6 +33,7 @@ RC_TIME_UP, RC_REGRESSION.
 """
 from __future__ import annotations
 
+import ast
 import datetime
 import hashlib
 import os
@@ -151,10 +160,11 @@ def history_regressions(report: dict, target: Target) -> list[str]:
     return lines
 
 
-def preflight(target: Target, mode: str) -> None:
-    """ReFrame knows the system and the mode, and every check the mode must run loads."""
+def preflight(target: Target, mode: str, env=None) -> None:
+    """ReFrame knows the system and the mode, and every check the mode must run loads.
+    (A check of the system's nodes, the health gate's, is looked for later.)"""
     site, system = target.site, target.reframe_system
-    listing = reframe.list_checks(target, mode)
+    listing = reframe.list_checks(target, mode, env_extra=env)
     config = paths.REFRAME_CONFIG.relative_to(paths.REPO)
     if "requested system" in listing.error:
         known = ", ".join(facts.reframe_systems())
@@ -224,6 +234,72 @@ def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, target: Target,
     return outcome.rc or RC_NOT_STORED
 
 
+#: the health gate's check, and how the nodes it drained reach the run's checks
+GATE_CHECK = "NodeHardwareCheck"
+DRAINED_ENV = "IOSTACK_DRAINED_NODES"
+
+
+def gate_wanted(extra) -> bool:
+    """A run gates its nodes unless it runs the gate's check itself (by name, or spread
+    over the nodes with --distribute)."""
+    args = [str(a) for a in extra]
+    return not any(GATE_CHECK in a or a.startswith("--distribute") for a in args)
+
+
+def _first_attempts_last(report: dict) -> dict[str, dict]:
+    out = {}
+    for attempt in report.get("runs", []):
+        for tc in attempt.get("testcases", []):
+            out[tc.get("unique_name") or tc["display_name"]] = tc
+    return out
+
+
+def drained_nodes(report: dict) -> dict[str, str]:
+    """{node: why} of the nodes whose hardware check failed in a gate's report (its last
+    attempt): the check's lines about that node, else ReFrame's reason."""
+    out = {}
+    for tc in _first_attempts_last(report).values():
+        name = tc.get("display_name", "")
+        if tc.get("result") != "fail" or "%.nid=" not in name:
+            continue
+        node = name.split("%.nid=")[1].split()[0]
+        reason = str(tc.get("fail_reason") or "failed")
+        listed = reason.split("sanity error: ", 1)[-1]
+        try:
+            lines = ast.literal_eval(listed)
+        except (ValueError, SyntaxError):
+            lines = None
+        if isinstance(lines, list) and lines:
+            reason = "; ".join(str(x).removeprefix(f"{node}: ") for x in lines)
+        out[node] = reason
+    return out
+
+
+def health_gate(target: Target, mode: str, deadline: float, env: dict, extras: str,
+                state: pathlib.Path, lock_fd) -> tuple[int, dict[str, str]] | None:
+    """The hardware check on every node of the system: its verdict and the nodes it drains,
+    each said in one line; None where the system has no node the check knows."""
+    system = target.reframe_system
+    listing = reframe.list_checks(target, mode, env_extra=env, select=["-n", GATE_CHECK],
+                                  partitions=True)
+    if GATE_CHECK not in listing.checks:
+        return None
+    print(f"iostack: health gate: {GATE_CHECK} on every node of {system} before the checks",
+          flush=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    report_path = state / "reports" / f"run-report-{stamp}-{os.getpid()}-gate.json"
+    gate = ["-n", GATE_CHECK, "--distribute=all"]
+    outcome = reframe.reframe(target, mode=mode, deadline=deadline,
+                              extra=["--session-extras", extras, "--report-file", report_path,
+                                     *gate], env_extra=env, pass_fds=(lock_fd,))
+    rc = verdict(outcome, report_path, target, mode, gate)
+    report = results.read_report(report_path) if report_path.is_file() else None
+    drained = drained_nodes(report) if report else {}
+    for node, why in sorted(drained.items()):
+        print(f"iostack: {node} is drained from the performance checks: {why}", flush=True)
+    return rc, drained
+
+
 def require_node_packages(mode: str, extra=()) -> None:
     """A mode's checks run what set-up installs for its purpose (Mode.packages): refuse
     before anything runs where this node lacks it, unless the run selects its checks."""
@@ -238,21 +314,43 @@ def require_node_packages(mode: str, extra=()) -> None:
                            "(-- -n CHECK), or deploy with --skip-regression")
 
 
+def job_environment(target: Target) -> dict[str, str]:
+    """What ReFrame's configuration needs beside the facts to submit this site's jobs: the
+    account they charge (the target's, else the facts'). FactsError, one line, when the
+    centre refuses jobs without one and there is none: before anything is submitted."""
+    name = facts.load(target.site).slurm_account(target.account)
+    return {ACCOUNT_ENV: name} if name else {}
+
+
+#: how the account a run's jobs charge reaches ReFrame's configuration
+ACCOUNT_ENV = "IOSTACK_ACCOUNT"
+
+
 def run(target: Target, extra=(), mode="nightly") -> int:
     """The regression of the target's tree (its release, else its root) on its system."""
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
+    env = job_environment(target)
     state_dir = target.state_dir
     state = roots.require_writable(state_dir.parent, state_dir.name)
     # one run at a time on a deployment, whichever of its releases each tests
     shared = state if target.state else roots.require_writable(target.root, "reframe")
     require_node_packages(mode, extra)
     with runlock.hold(shared / "nightly.lock", deadline) as lock_fd:
-        preflight(target, mode)
+        preflight(target, mode, env)
+        extras = ",".join(f"{k}={v}" for k, v in session_extras(target).items())
+        gate = health_gate(target, mode, deadline, env, extras, state,
+                           lock_fd) if gate_wanted(extra) else None
+        gate_rc = 0
+        if gate is not None:
+            gate_rc, drained = gate
+            # the gate ran the hardware check on every node: not again
+            extra = [*extra, "-x", GATE_CHECK]
+            if drained:
+                env = {**env, DRAINED_ENV: ",".join(sorted(drained))}
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         report_path = state / "reports" / f"run-report-{stamp}-{os.getpid()}.json"
-        extras = ",".join(f"{k}={v}" for k, v in session_extras(target).items())
         outcome = reframe.reframe(
             target, mode=mode, deadline=deadline,
             extra=["--session-extras", extras, "--report-file", report_path, *extra],
-            pass_fds=(lock_fd,))
-        return verdict(outcome, report_path, target, mode, extra)
+            env_extra=env, pass_fds=(lock_fd,))
+        return verdict(outcome, report_path, target, mode, extra) or gate_rc

@@ -21,6 +21,7 @@ module>.yaml`.
               unit: ratio
               provenance: {recorded: ..., commit: ..., spack_lock_sha256: ..., session: ...}
                                              # or e.g. {source: "[OIFS-HECToR] Table 2"}
+                                             # + cpu_freq_khz where its job's sruns were capped
 
 A measured value is keyed by the programming environment it was measured in: Debian's FDB
 (`builtin`) and the release's (`stack`) are different programs, and neither is judged by
@@ -228,6 +229,9 @@ def validate(data: dict) -> list[str]:
                         errors.append(f"{where}: upper {upper} is negative")
                     if not e.get("provenance"):
                         errors.append(f"{where}: no provenance")
+                    freq = (e.get("provenance") or {}).get("cpu_freq_khz")
+                    if freq is not None and not (isinstance(freq, int) and freq > 0):
+                        errors.append(f"{where}: cpu_freq_khz {freq!r} is not a frequency in kHz")
                     errors += _citation_problem(where, e.get("provenance"), keys)
     return errors
 

@@ -119,12 +119,15 @@ class Listing(NamedTuple):
     error: str
 
 
-def list_checks(target: Target, mode=None, env_extra=None) -> Listing:
+def list_checks(target: Target, mode=None, env_extra=None, select=(),
+                partitions=False) -> Listing:
     """The check classes a mode loads on the target's system, on every partition and
-    environment (`--describe --skip-system-check --skip-prgenv-check`: ReFrame's JSON)."""
+    environment (`--describe --skip-system-check --skip-prgenv-check`: ReFrame's JSON), or
+    with `partitions` only those with a test case on the system's own partitions and
+    environments; `select`: ReFrame's selection options (-n NAME)."""
     require_known_version(target.settings)
-    cmd = command(target, mode) + ["--describe", "--skip-system-check",
-                                   "--skip-prgenv-check", "--nocolor"]
+    skips = [] if partitions else ["--skip-system-check", "--skip-prgenv-check"]
+    cmd = command(target, mode) + ["--describe", *skips, "--nocolor", *select]
     proc = process.capture(cmd, env_extra=_env(target, env_extra))
     said = _ANSI.sub("", proc.stderr + ("" if proc.returncode == 0 else proc.stdout))
     error = next((m.group(1).strip() for m in re.finditer(r"ERROR: (.*)", said)), "")

@@ -42,6 +42,8 @@ class NodeGroup:
     slurm: dict | None = None
     rdma: dict | None = None
     bmc: dict | None = None
+    cpu_frequency: dict | None = None
+    memory: str | None = None
 
     def scratch_of(self, host: str) -> str | None:
         """The scratch directory of one node ({host} is the node's name)."""
@@ -56,8 +58,18 @@ class NodeGroup:
         jobs, the memory it asks for: ReFrame gives --ntasks itself)."""
         if not self.slurm:
             return []
-        return [f"--{key}={self.slurm[key]}" for key in ("partition", "qos", "mem")
-                if key in self.slurm]
+        return ([f"--{key}={self.slurm[key]}" for key in ("partition", "qos", "mem")
+                 if key in self.slurm] + (["--exclusive"] if self.slurm.get("exclusive") else []))
+
+    def memory_mib(self) -> int | None:
+        """Each node's memory in MiB (the facts' `memory`), or None."""
+        return mib(self.memory) if self.memory else None
+
+    def choice_access(self, what: str) -> list[str]:
+        """sbatch options of a user's choice for `what` (`short`, `large_memory`): the
+        partition and QoS it names, in place of the group's own."""
+        choice = (self.slurm or {}).get(what) or {}
+        return [f"--{key}={choice[key]}" for key in ("partition", "qos") if key in choice]
 
     def srun_options(self) -> list[str]:
         """Options every srun on these nodes needs (the site's placement rules)."""
@@ -115,6 +127,27 @@ class Site:
     file_systems: tuple[dict, ...]
     nodes: dict[str, NodeGroup]
     programming_environment: dict | None = None
+    account: dict | None = None
+
+    def slurm_account(self, given: str | None = None) -> str | None:
+        """The Slurm account this site's jobs charge: `given` (bin/iostack's --account), else
+        the facts' `account.name`; None where the centre needs none. FactsError, one line,
+        where the centre refuses jobs without one and none is given, or one not of the
+        centre's form."""
+        policy = self.account or {}
+        name = given or policy.get("name")
+        where = f"sites/{self.name}.yaml account"
+        if not name:
+            if policy.get("required"):
+                raise FactsError(f"site {self.name}: its scheduler refuses every job without "
+                                 f"an account ({where}.required): give one with --account "
+                                 f"NAME or as {where}.name; nothing was submitted")
+            return None
+        if policy.get("pattern") and not re.fullmatch(policy["pattern"], name):
+            raise FactsError(f"site {self.name}: account {name!r} is not of the form its "
+                             f"centre's accounts have ({where}.pattern "
+                             f"{policy['pattern']!r}); nothing was submitted")
+        return name
 
     @property
     def target(self) -> str:
@@ -140,6 +173,11 @@ class Site:
         scratch = self.nodes[group].scratch
         fs = self.file_system_of(scratch, group) if scratch else None
         return [fs["type"]] if fs and fs["type"] in ("lustre", "nvme") else []
+
+
+def mib(size: str) -> int:
+    """MiB of a size as the facts write it (512G, 500000M, 1T)."""
+    return int(size[:-1]) << {"M": 0, "G": 10, "T": 20}[size[-1]]
 
 
 def names() -> list[str]:
@@ -176,6 +214,7 @@ def read(path: pathlib.Path) -> Site:
         scheduler=data["scheduler"], systems=tuple(data.get("systems") or [data["name"]]),
         file_systems=tuple({"shared": True, **fs} for fs in data.get("file_systems", [])),
         programming_environment=data.get("programming_environment"),
+        account=data.get("account"),
         nodes={name: NodeGroup(name=name, **_group_fields(group))
                for name, group in data["nodes"].items()})
     problem = _inconsistency(site, path)
@@ -199,6 +238,15 @@ def _inconsistency(site: Site, path: pathlib.Path) -> str | None:
     if len(targets) != 1:
         return (f"the node groups' cpu targets are {sorted(targets)}; the stack is built for "
                 "one target, so give exactly one")
+    account = site.account or {}
+    if "pattern" in account:
+        try:
+            re.compile(account["pattern"])
+        except re.error as e:
+            return f"account/pattern: {account['pattern']!r} is not a regular expression: {e}"
+        if "name" in account and not re.fullmatch(account["pattern"], account["name"]):
+            return (f"account/name: {account['name']!r} is not of the form account/pattern "
+                    f"{account['pattern']!r}")
     for fs in site.file_systems:
         unknown = sorted(set(fs.get("nodes", [])) - set(site.nodes))
         if unknown:
@@ -217,6 +265,11 @@ def _inconsistency(site: Site, path: pathlib.Path) -> str | None:
                        if group.name in fs.get("nodes", site.nodes)]
             return (f"nodes/{group.name}/scratch: {group.scratch} is on none of the file_systems "
                     f"these nodes mount ({', '.join(mounted) or 'none declared'})")
+        freq = group.cpu_frequency or {}
+        for key in ("default_khz", "performance_khz"):
+            if key in freq and freq[key] not in freq["available_khz"]:
+                return (f"nodes/{group.name}/cpu_frequency/{key}: {freq[key]} is not one of "
+                        f"available_khz {freq['available_khz']}")
         if site.scheduler == "slurm" and group.cpu and not group.slurm:
             return f"nodes/{group.name}: compute nodes of a Slurm site need slurm: partition"
         for pattern in group.hostnames:

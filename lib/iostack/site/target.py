@@ -4,7 +4,7 @@
   environment are different types: `local` the site has the environments `local` (its
   default) and `local/nwp`; no function takes one under the other's name.
 - `Target`: the site, its Spack environment, the deployment root, the release (built or
-  tested), the ReFrame system and the state directory, with the settings of the command
+  tested), the ReFrame system, the state directory and the account jobs charge, with the settings of the command
   (iostack.core.settings). Everything below the CLI reads these from the Target, never
   from the process environment.
 """
@@ -62,6 +62,8 @@ class Target:
     system: str | None = None
     #: where ReFrame writes (`nightly --state`); default <release>/reframe
     state: pathlib.Path | None = None
+    #: the Slurm account the jobs charge (`--account`); default the site's facts'
+    account: str | None = None
 
     @property
     def site(self) -> str:

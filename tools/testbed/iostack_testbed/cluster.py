@@ -14,8 +14,10 @@ on this host), a UTS namespace (its hostname) and a mount namespace, all three k
 files (under <state>/ns and /run/netns), so no process has to hold them open. In each run
 its own slurmd and sshd. Private to a node: /mnt/localdisk (the XFS on its own loop
 device, its "local NVMe"), /dev/shm, /etc/hosts, /etc/fstab, /etc/ssh/ssh_config and
-/run/iostack-node (the link naming its scratch device and, for NPS2 nodes, the emulated
-sysfs the inventory points at). The rest of the host's file
+/run/iostack-node (the link naming its scratch device and, for NPS2 and SMT nodes, the
+emulated sysfs the inventory points at and hwloc's description of their layout, which a
+TaskProlog gives their jobs; Slurm's node line describes them alike, and task/affinity
+binds every task). The rest of the host's file
 system is what every node sees: the cluster's shared storage. munged (one, shared) and
 slurmctld run on the host, the controller at the bridge's address.
 
@@ -210,6 +212,30 @@ def reboot_node(state: pathlib.Path) -> int:
     return 0
 
 
+# node-private: hwloc's description of a node whose layout is emulated (TaskProlog below)
+HWLOC_SYNTHETIC = NODE_RUN / "hwloc-synthetic"
+
+
+def emulated_layout(hardware: dict[str, str], nps: int, smt: bool) -> tuple[dict[str, str], str]:
+    """This machine as a node whose BIOS booted NPS`nps` with SMT `smt` shows itself: the
+    node line's layout for Slurm (each NUMA domain a socket, as Slurm's numa_node_as_socket
+    counts them; pairs of CPUs a core's two hardware threads) and hwloc's synthetic
+    description of the same, which the node's jobs see (HWLOC_SYNTHETIC). Slurm binds by its
+    layout, so a job's CPUs are where they would be on such a node; hwloc names them alike."""
+    sockets = int(hardware.get("SocketsPerBoard", 1)) * int(hardware.get("Boards", 1))
+    cores, threads = int(hardware.get("CoresPerSocket", 1)), int(hardware.get("ThreadsPerCore", 1))
+    if cores % nps:
+        raise ClusterError(f"{cores} cores per socket cannot be split into NPS{nps}")
+    cores //= nps
+    if smt and threads == 1:
+        if cores % 2:
+            raise ClusterError(f"{cores} cores per NUMA domain cannot be paired as SMT threads")
+        cores, threads = cores // 2, 2
+    layout = {"Boards": "1", "SocketsPerBoard": str(sockets * nps),
+              "CoresPerSocket": str(cores), "ThreadsPerCore": str(threads)}
+    return layout, f"package:{sockets} numa:{nps} core:{cores} pu:{threads}"
+
+
 class Node:
     def __init__(self, name: str, index: int, facts: dict, prefix: str):
         self.name, self.index, self.facts = name, index, facts
@@ -222,8 +248,18 @@ class Node:
         return int(self.facts.get("bios_nps", 1))
 
     @property
+    def smt(self) -> bool:
+        return bool(self.facts.get("bios_smt"))
+
+    @property
+    def emulated(self) -> bool:
+        """Its BIOS state is emulated (its sysfs is the node's own, under NODE_RUN)."""
+        return NODE_RUN in pathlib.Path(self.facts.get("bios_sysfs_root", "/sys")).parents
+
+    @property
     def partition(self) -> str:
-        return f"compute-nps{self.nps}"
+        """The inventory's `slurm_partition`, else nps<N> as on OCI [OCI-Tips-SlurmOps]."""
+        return self.facts.get("slurm_partition") or f"nps{self.nps}"
 
 
 class LocalCluster(slurm.LocalSlurm):
@@ -291,9 +327,14 @@ class LocalCluster(slurm.LocalSlurm):
 
     def partition_nodes(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
-        for node in sorted(self.nodes, key=lambda n: n.nps):
+        for node in sorted(self.nodes, key=lambda n: (n.smt, n.nps)):
             out.setdefault(node.partition, []).append(node.name)
         return out
+
+    def node_line(self, hardware: dict[str, str], node: Node) -> str:
+        if node.emulated:
+            hardware = {**hardware, **emulated_layout(hardware, node.nps, node.smt)[0]}
+        return slurm.node_line(hardware, node.name, node.address)
 
     # up ------------------------------------------------------------------------------
     def is_up(self) -> bool:
@@ -357,9 +398,13 @@ class LocalCluster(slurm.LocalSlurm):
             self.state, self.munge_socket,
             controller=f"{self.controller['name']}({self.controller['address']})",
             ctld_port=self.controller["port"], slurmd_port=SLURMD_PORT,
-            nodes=[slurm.node_line(hardware, n.name, n.address) for n in self.nodes],
+            nodes=[self.node_line(hardware, n) for n in self.nodes],
             partitions=self.partition_nodes(), per_node=True,
+            # tasks bound to their CPUs, as Oracle Japan's Slurm does [OCI-Tips-Slurm]
+            task_plugin="task/affinity",
             extra=(
+                # the emulated nodes' hwloc topology in their tasks' environment
+                f"TaskProlog={self.state}/etc/task-prolog",
                 # every node claims this machine's CPUs and memory
                 "SlurmdParameters=config_overrides",
                 # PMIx's client directories: per node, as /tmp is on a real node
@@ -375,6 +420,15 @@ class LocalCluster(slurm.LocalSlurm):
                           f"{shlex.quote(sys.executable)} -m iostack_testbed cluster reboot-node "
                           f"--state-dir {shlex.quote(str(self.state))}\n")
         reboot.chmod(0o755)
+        prolog = etc / "task-prolog"
+        # slurmstepd reads `export NAME=value` lines; the value is the rest of the line
+        prolog.write_text(
+            "#!/bin/sh\n# TaskProlog of the iostack local cluster: on a node whose NPS/SMT is "
+            "emulated, hwloc\n# describes it as its BIOS would have booted it\n"
+            f"if [ -r {HWLOC_SYNTHETIC} ]; then\n"
+            f"  echo \"export HWLOC_SYNTHETIC=$(cat {HWLOC_SYNTHETIC})\"\n"
+            "  echo export HWLOC_THISSYSTEM=1\nfi\n")
+        prolog.chmod(0o755)
         (etc / "hosts").write_text("127.0.0.1 localhost\n" + "".join(
             f"{n.address} {n.name}\n" for n in self.nodes))
         self._write_ssh()
@@ -389,9 +443,12 @@ class LocalCluster(slurm.LocalSlurm):
             (self.node_dir(node) / "state").mkdir()
             (self.node_dir(node) / "fstab").write_text(
                 f"# {node.name}'s /etc/fstab (iostack local-cluster)\n")
-            sysfs = pathlib.Path(node.facts.get("bios_sysfs_root", "/sys"))
-            if NODE_RUN in sysfs.parents:
-                emulated_sysfs(self.node_dir(node) / "run" / sysfs.relative_to(NODE_RUN), node.nps)
+            if node.emulated:
+                sysfs = pathlib.Path(node.facts["bios_sysfs_root"])
+                emulated_sysfs(self.node_dir(node) / "run" / sysfs.relative_to(NODE_RUN),
+                               node.nps, smt=True if node.smt else None)
+                (self.node_dir(node) / "run" / HWLOC_SYNTHETIC.relative_to(NODE_RUN)).write_text(
+                    emulated_layout(hardware, node.nps, node.smt)[1] + "\n")
 
     def _write_ssh(self) -> None:
         ssh = self.state / "ssh"

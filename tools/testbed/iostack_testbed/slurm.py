@@ -105,11 +105,12 @@ def node_line(hardware: dict[str, str], name: str, address: str) -> str:
 def cluster_conf(state: pathlib.Path, munge_socket: pathlib.Path, *, controller: str,
                  ctld_port: int, slurmd_port: int, nodes: list[str],
                  partitions: dict[str, list[str]], per_node: bool = False,
-                 extra: tuple[str, ...] = ()) -> str:
+                 task_plugin: str = "task/none", extra: tuple[str, ...] = ()) -> str:
     """slurm.conf for a throwaway cluster rooted in `state`: `controller` is
     SlurmctldHost's value, `nodes` NodeName lines, `partitions` node names by partition
     (the first is the default). `per_node` gives every slurmd its own spool, pid and log
-    file (%n: the node's name), for several slurmds sharing the state directory."""
+    file (%n: the node's name), for several slurmds sharing the state directory.
+    `task_plugin`: task/affinity binds each task to its CPUs (without cgroups)."""
     slurmd = "-%n" if per_node else ""
     partition_lines = [f"PartitionName={name} Nodes={','.join(members)}"
                        f"{' Default=YES' if i == 0 else ''} MaxTime=INFINITE State=UP"
@@ -135,7 +136,7 @@ SlurmctldDebug=info
 SlurmdDebug=info
 # No cgroups in CI containers: track job processes through /proc.
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin={task_plugin}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 # Debian's Open MPI 4.1 is started by srun through PMIx: plain `srun` starts every rank

@@ -28,6 +28,11 @@ description:
     identity (WWN, serial, or a loop device's backing file) and the
     filesystem UUID; a listed name that now resolves to another device is
     refused (device names moved) instead of formatted.
+  - A device whose file system (on the disk or its one partition) has the
+    label and type of an I(adopt) entry, and is mounted at I(mount_point), is
+    C(adopt): the file system another tool made for this purpose (Oracle's
+    `localscratch`), used as it is, never formatted or wiped, even with
+    I(force); mounted anywhere else, or not at all, it is refused.
   - C(refused) devices must never be touched (root/boot disk, mounted,
     in use, not a whole disk, foreign data without I(force)).
     C(to_wipe) devices carry signatures or partitions and are only listed
@@ -76,6 +81,11 @@ options:
     description: JSON record of the devices the role formatted, by stable identity.
     type: path
     required: true
+  adopt:
+    description: File systems made by another tool to use as they are, by label and type (dicts with label and fstype).
+    type: list
+    elements: dict
+    default: []
 author: iostack
 """
 
@@ -87,6 +97,7 @@ devices:
 summary: {description: One readable line per device (spec, path, verdict, reasons)., type: list, returned: always}
 refused: {description: Devices that must not be touched, with reasons., type: list, returned: always}
 to_wipe: {description: Devices whose signatures/partitions force would destroy., type: list, returned: always}
+adopted: {description: File systems used as they are (adopt), with path, uuid and label., type: list, returned: always}
 protected_disks: {description: Disks that back /, /boot or /boot/efi., type: list, returned: always}
 invalid: {description: mkfs/mount arguments that would fail, one line each., type: list, returned: always}
 checked: {description: How the mkfs and mount arguments were checked, one line each., type: list, returned: always}
@@ -410,6 +421,17 @@ def inspect(params, probe):
         mounted = sorted(set(mounts_of(probe, names, majmins) + [m for n in _walk(tree) for m in _mountpoints(n)]))
         holders = sorted({h for n in [node] + [{"kname": a} for a in aliases] for h in probe.holders(n.get("kname") or path)})
 
+        # a file system another tool made for this (on the disk or its one partition)
+        # (blkid's low-level probe: lsblk's labels come from udev, which a node may not run)
+        adoptable = None
+        if not multi and params.get("adopt"):
+            candidates = [n for n in _walk(node.get("children") or []) if n.get("type") == "part"] or [node]
+            if len(candidates) == 1:
+                found = probe.blkid(candidates[0]["name"])
+                if any(found.get("LABEL") == a.get("label") and found.get("TYPE") == a.get("fstype", params["fstype"])
+                       for a in params["adopt"]):
+                    adoptable = {**candidates[0], "label": found.get("LABEL"), "fstype": found.get("TYPE"),
+                                 "uuid": found.get("UUID")}
         if path in protected or node.get("name") in protected:
             entry["reasons"].append("root/boot disk (backs /, /boot or /boot/efi): never used")
         if node.get("type") not in ("disk", "loop"):
@@ -423,6 +445,20 @@ def inspect(params, probe):
             ours = info.get("TYPE") == "linux_raid_member" and info.get("LABEL", "").split(":")[-1] == params["md_name"]
         else:
             ours = info.get("TYPE") == params["fstype"] and info.get("LABEL") == params["label"] and not parts
+        if adoptable is not None and not entry["reasons"] and not aliases:
+            where = _mountpoints(adoptable)
+            label = f"{adoptable.get('fstype')} labelled {adoptable.get('label')} on {adoptable['name']}"
+            if mounted == [params["mount_point"]] and where == [params["mount_point"]]:
+                entry.update(verdict="adopt", fs_path=adoptable["name"], uuid=adoptable.get("uuid") or "",
+                             label=adoptable.get("label"), fstype=adoptable.get("fstype"))
+                continue
+            entry["reasons"].append(
+                f"holds {label}, a file system nvme_scratch_adopt names, but it is "
+                + (f"mounted at {', '.join(mounted)}" if mounted else "not mounted")
+                + f", not at {params['mount_point']}: the role adopts it only where it serves as "
+                  "the scratch (mount it there by its own fstab entry)")
+            entry["verdict"] = "refused"
+            continue
         if mounted and not (ours and mounted == [params["mount_point"]] and not aliases):
             through = f" (through {', '.join(aliases)}, on the same backing file)" if aliases else ""
             entry["reasons"].append(f"mounted or in use: {', '.join(mounted)}{through}")
@@ -480,8 +516,11 @@ def inspect(params, probe):
         "invalid": invalid,
         "checked": checked,
         "state": state,
-        "record": {e["spec"]: {"identity": e["identity"], "mount": params["mount_point"]}
+        "record": {e["spec"]: {"identity": e["identity"], "mount": params["mount_point"],
+                               **({"adopted": e["fs_path"]} if e["verdict"] == "adopt" else {})}
                    for e in results if e["verdict"] != "refused"},
+        "adopted": [{"device": e["spec"], "path": e["fs_path"], "uuid": e["uuid"], "label": e["label"]}
+                    for e in results if e["verdict"] == "adopt"],
     }
 
 
@@ -498,6 +537,7 @@ def main():
             "mkfs_opts": {"type": "str", "default": ""},
             "mount_opts": {"type": "str", "default": "defaults"},
             "state_file": {"type": "path", "required": True},
+            "adopt": {"type": "list", "elements": "dict", "default": []},
         },
         supports_check_mode=True,
     )

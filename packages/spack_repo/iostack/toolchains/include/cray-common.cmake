@@ -23,9 +23,10 @@ set(CROSS_COMPILING ON)
 # The PE's drivers cc/CC/ftn add the target flags, MPI and libsci of the loaded
 # modules: a build by hand, or ReFrame's, compiles through them. A compiler chosen
 # the usual CMake ways (-DCMAKE_<LANG>_COMPILER, or CC/CXX/FC in the environment)
-# takes precedence: Spack sets CC/CXX/FC to its own wrappers around the PE's
-# compilers themselves (craycc/crayCC/crayftn, or the PE's gcc), as ARCHER2's
-# Spack does, and gives MPI and libsci as dependencies (cray-mpich, cray-libsci).
+# takes precedence: Spack sets CC/CXX/FC to its own wrappers, named after the
+# compiler, which call these same drivers with the compiler's modules loaded, as
+# ARCHER2's Spack 1.0.2 does [EPCC-Spack], and gives MPI and libsci as
+# dependencies too (cray-mpich, cray-libsci).
 foreach(_pair "C;CC;cc" "CXX;CXX;CC" "Fortran;FC;ftn")
   list(GET _pair 0 _lang)
   list(GET _pair 1 _envvar)
@@ -52,9 +53,10 @@ endif()
 # someone's environment would silently change that; "-dynamic" on the link
 # line wins over the environment. The environment variable covers the
 # configure-time compiler checks, which do not all see the linker flags.
-# Both are the drivers' (craype's) options: with the compilers themselves
-# (Spack) they link dynamically anyway, and gcc would read "-dynamic" as
-# debugging options -d y n a m i c.
+# Both are the drivers' (craype's) options, given where the compiler is called
+# cc: Spack's wrappers are named after the compiler (gcc, craycc) and call the
+# drivers, which link dynamically by default; gcc itself would read "-dynamic"
+# as debugging options -d y n a m i c.
 set(_iostack_c_compiler "${CMAKE_C_COMPILER}")
 if(NOT _iostack_c_compiler)
   set(_iostack_c_compiler "$ENV{CC}")

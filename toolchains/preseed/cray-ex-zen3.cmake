@@ -1,0 +1,1 @@
+../../packages/spack_repo/iostack/toolchains/preseed/cray-ex-zen3.cmake
