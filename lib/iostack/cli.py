@@ -57,8 +57,8 @@ def cmd_deploy(args):
 
     site = facts.check_site(args.site)
     env = facts.spack_env(site, args.env)
-    _require_spack()
     root = paths.deploy_root(site, args.root)
+    _require_spack()
     if not args.skip_regression:
         nightly.require_node_packages(args.reframe_args)
 

@@ -81,7 +81,22 @@ def cache() -> pathlib.Path:
 def deploy_root(site: str, root: str | None = None) -> pathlib.Path:
     """A site's deployment: opt/ (Spack installs), modulefiles/ (Lmod), reframe/ (reports)."""
     if root:
-        return pathlib.Path(root).resolve()
+        return check_root(pathlib.Path(root).resolve())
     if os.environ.get("IOSTACK_ROOT"):
-        return pathlib.Path(os.environ["IOSTACK_ROOT"]).resolve()
+        return check_root(pathlib.Path(os.environ["IOSTACK_ROOT"]).resolve())
     return REPO / "deploy" / site
+
+
+def check_root(root: pathlib.Path) -> pathlib.Path:
+    """`root`, unless it is a checkout of this repository (this one or another) or inside
+    one outside its deploy/: Spack works in <root>/spack-env, refreshed from the checkout's
+    spack-env/ by removing what was there, so a root at a checkout would wipe that checkout's
+    own environments. Under a checkout's deploy/ (the default root) is its deployment."""
+    resolved = root.resolve()
+    for top in (resolved, *resolved.parents):
+        if _is_repo(top) and not (resolved == top / "deploy" or top / "deploy" in resolved.parents):
+            where = "is" if top == resolved else "is inside"
+            raise IostackError(f"deployment root {root} {where} the iostack checkout {top}, whose "
+                               "spack-env/ a deployment's would replace: choose a root outside "
+                               f"it (or under {top / 'deploy'})")
+    return root

@@ -105,7 +105,7 @@ def deployed_env(site: str, root_dir: pathlib.Path) -> pathlib.Path:
     """The site's environment as the deployment uses it: spack-env/ copied to <root>/spack-env,
     so what Spack writes (spack.lock, .spack-env/) stays with the deployment and never changes
     the checkout. Each call refreshes the copy from the checkout, keeping Spack's own state."""
-    dest = root_dir / "spack-env"
+    dest = paths.check_root(root_dir) / "spack-env"
     for path in sorted(dest.rglob("*"), reverse=True) if dest.exists() else []:
         if ".spack-env" in path.relative_to(dest).parts:
             continue
