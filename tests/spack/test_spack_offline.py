@@ -20,9 +20,11 @@ from conftest import (
     shared_bundle,
 )
 
-from iostack.core import paths, pins
+from support.debian_root import REPO_IN_ROOT
+
+from iostack.core import openpgp, paths, pins
 from iostack.offline import bundle
-from iostack.spack import config
+from iostack.spack import config, runner
 
 # metkit's configuration files, from ECMWF's metkitlib wheel on PyPI (see its recipe)
 METKIT_CONFIGS_SHA256 = "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1"
@@ -271,7 +273,8 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
     with tarfile.open(local_bundle) as tar:
         names = tar.getnames()
     top = "iostack-bundle-local"
-    assert {f"{top}/SHA256SUMS", f"{top}/{pins.SPACK['archive']}",
+    assert {f"{top}/SHA256SUMS", f"{top}/SHA256SUMS.asc", f"{top}/release-key.asc",
+            f"{top}/{pins.SPACK['archive']}",
             f"{top}/{pins.SPACK_PACKAGES['archive']}", f"{top}/iostack/bin/iostack",
             f"{top}/iostack/pins.json"} <= set(names)
     for part in ("mirror/", "buildcache/", "wheels/", "samples/", "sbom/"):
@@ -303,10 +306,13 @@ NO_NETWORK_SCRIPT = r"""
 set -eu
 # the network devices this node sees (its own network namespace: /proc/net is per namespace)
 echo "links: $(awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}' /proc/net/dev | tr '\n' ' ')"
-cd /srv/bundle/iostack
-bin/iostack setup --spack-bundle /srv/bundle
-bin/iostack deploy --site local --root /srv/r -- -S valid_prog_environs=stack \
-    -n FdbBitIdentityCheck -n FdbCrossVersionCheck -n StackSmokeCheck
+# set-up by the admin's own checkout, with the release key the admin holds: the bundle's
+# copy of iostack never checks the bundle it came in
+cd %(repo)s
+bin/iostack setup --spack-bundle /srv/bundle --keyring /srv/release-key.asc
+# then the commit the bundle carries, as set-up verified it
+IOSTACK_VENV=%(repo)s/.venv /srv/bundle/iostack/bin/iostack deploy --site local --root /srv/r \
+    -- -S valid_prog_environs=stack -n FdbBitIdentityCheck -n FdbCrossVersionCheck -n StackSmokeCheck
 """
 
 
@@ -319,15 +325,24 @@ def test_a_fresh_node_sets_up_deploys_and_validates_the_bundle_with_no_network(
     assert setup_run.returncode == 0, setup_run.output[-3000:]
     with tarfile.open(local_bundle) as tar:
         tar.extractall(tmp_path)
-    root.bind(tmp_path / "iostack-bundle-local", "/srv/bundle")
+    top = tmp_path / "iostack-bundle-local"
+    # the release key, as the admin holds it: exported from the ring that signed the bundle
+    listing = subprocess.run(["gpg", "--with-colons", "--import-options", "show-only", "--import",
+                              str(top / bundle.SIGNER_KEY)], capture_output=True, text=True).stdout
+    signer = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr"))
+    (tmp_path / "key").mkdir()
+    (tmp_path / "key" / "release-key.asc").write_bytes(
+        openpgp.export(signer, pathlib.Path(runner.environment(tmp_path)["SPACK_GNUPGHOME"])))
+    root.bind(top, "/srv/bundle")
+    root.bind(tmp_path / "key" / "release-key.asc", "/srv/release-key.asc", read_only=True)
     import time
 
     start = time.monotonic()
     try:
-        p = root.run(["bash", "-c", NO_NETWORK_SCRIPT], net=False,
+        p = root.run(["bash", "-c", NO_NETWORK_SCRIPT % {"repo": REPO_IN_ROOT}], net=False,
                      env={"HOME": "/srv/home"}, cwd="/")
     finally:
-        root.binds.pop()
+        del root.binds[-2:]
     timings["fresh node, no network: bundle set-up + deploy + 3 checks"] = time.monotonic() - start
     print(p.stdout[-8000:], p.stderr[-4000:])
     assert p.returncode == 0, p.output[-6000:]

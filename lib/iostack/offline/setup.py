@@ -210,8 +210,9 @@ def _clone(pin: dict, dest: pathlib.Path):
     partial.rename(dest)
 
 
-def spack_from_bundle(source: pathlib.Path):
-    """Verify an offline bundle, unpack its Spack and spack-packages, register its mirrors."""
+def spack_from_bundle(source: pathlib.Path, voucher: bundle.Voucher):
+    """Unpack a verified bundle's Spack and spack-packages, register its mirrors, and trust
+    the release key that signed it for its build cache (no key the bundle merely carries)."""
     cache = paths.cache()
     try:
         bundle.unpack(source / pins.SPACK["archive"], cache / "spack", pins.SPACK)
@@ -222,10 +223,17 @@ def spack_from_bundle(source: pathlib.Path):
     except bundle.BundleError as e:
         raise SetupRefused(str(e)) from None
     if (source / "buildcache").is_dir():
-        try:
-            runner.trust_buildcache_keys(cache / "mirrors" / "buildcache")
-        except CommandFailed as e:
-            raise SetupRefused(f"could not trust the bundle's build cache keys: {e}") from None
+        key = voucher.key()
+        if key is None:
+            print("iostack: note: no key of the bundle's build cache is trusted (nothing vouches "
+                  "for it); trust one you know with `bin/iostack spack -- gpg trust KEY.pub`")
+        else:
+            try:
+                runner.trust_key(key)
+            except CommandFailed as e:
+                raise SetupRefused(f"could not trust the release key {voucher.signer}: {e}") from None
+            print(f"iostack: the build cache is trusted as far as release key {voucher.signer} "
+                  "signed it")
     complete_source_mirror(cache / "mirrors" / "source")
 
 
@@ -244,9 +252,10 @@ def complete_source_mirror(mirror: pathlib.Path, site: str = "local"):
               "will need them")
 
 
-def spack_checkout(source_bundle: pathlib.Path | None):
+def spack_checkout(source_bundle: pathlib.Path | None, voucher: bundle.Voucher | None = None):
     if source_bundle:
-        spack_from_bundle(source_bundle)
+        assert voucher is not None, "a bundle is used only once something vouches for it"
+        spack_from_bundle(source_bundle, voucher)
     elif os.environ.get("SPACK_ROOT"):
         print(f"iostack: using SPACK_ROOT={os.environ['SPACK_ROOT']}")
     else:
@@ -265,30 +274,41 @@ def spack_checkout(source_bundle: pathlib.Path | None):
     print(f"iostack: Spack {ver[0]}.{ver[1]} at {root}, builtin repo at {pkgs}")
 
 
-def bundle_given(args) -> pathlib.Path | None:
-    """The offline bundle named by --spack-bundle or IOSTACK_SPACK_BUNDLE, verified: a
-    damaged bundle is refused before anything on the node changes."""
+def bundle_given(args) -> tuple[pathlib.Path, bundle.Voucher] | tuple[None, None]:
+    """The offline bundle named by --spack-bundle or IOSTACK_SPACK_BUNDLE, verified (every
+    sum, and who vouches for them: see bundle.vouch) by this checkout's code, never the
+    bundle's own copy: a bundle that is damaged, or that nobody the admin trusts vouches for,
+    is refused before anything on the node changes."""
     given = getattr(args, "spack_bundle", None) or os.environ.get("IOSTACK_SPACK_BUNDLE")
     if not given:
-        return None
+        return None, None
     source = pathlib.Path(given).resolve()
     if not source.is_dir():
         raise SetupRefused(f"offline bundle {source} is not a directory")
+    if source == paths.REPO or source in paths.REPO.parents:
+        raise SetupRefused(f"set-up runs from {paths.REPO}, the bundle's own copy of iostack, "
+                           "which cannot vouch for the bundle it came in: run set-up from a "
+                           "checkout you already trust (README: Air-gapped nodes)")
+    keyrings = [pathlib.Path(k).resolve() for k in getattr(args, "keyring", None) or []]
+    for ring in keyrings:
+        if not ring.is_file():
+            raise SetupRefused(f"--keyring {ring}: no such file")
     try:
         bundle.verify(source)
+        voucher = bundle.vouch(source, keyrings, getattr(args, "insecure_unsigned", False))
     except bundle.BundleError as e:
         raise SetupRefused(str(e)) from None
-    print(f"iostack: {source}: every file matches its {bundle.SUMS}")
-    return source
+    print(f"iostack: {source}: every file matches its {bundle.SUMS}; {voucher.how}")
+    return source, voucher
 
 
 def main(args):
     purposes = ("deploy", *args.with_)
-    source_bundle = bundle_given(args)
+    source_bundle, voucher = bundle_given(args)
     system_packages(args.skip_apt, purposes)
     wheels = source_bundle / "wheels" if source_bundle and (source_bundle / "wheels").is_dir() else None
     python_tools(purposes, wheels)
-    spack_checkout(source_bundle)
+    spack_checkout(source_bundle, voucher)
     print("iostack: set-up done. Test with: bin/iostack test")
     return 0
 

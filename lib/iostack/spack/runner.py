@@ -15,7 +15,7 @@ import shutil
 
 from iostack.core import filesystems, paths, pins
 from iostack.core.errors import Failed, IostackError
-from iostack.core.process import CommandFailed, capture, run
+from iostack.core.process import capture, run
 from iostack.spack import config
 
 
@@ -212,28 +212,16 @@ def stop_gpg_agent(root_dir: pathlib.Path | None = None) -> None:
         run([gpgconf, "--homedir", env["SPACK_GNUPGHOME"], "--kill", "gpg-agent"], check=False)
 
 
-def trust_buildcache_keys(cache_dir: pathlib.Path, root_dir: pathlib.Path | None = None):
-    """Install and trust the public keys a build cache publishes (`spack buildcache keys
-    --install --trust`, with that cache as the only mirror); each must then be on the ring."""
+def trust_key(key: bytes, root_dir: pathlib.Path | None = None) -> None:
+    """Trust one armoured public key for build cache signatures (`spack gpg trust`)."""
     import tempfile
 
-    published = sorted(p.name.split(".")[0] for p in
-                       cache_dir.glob("v3/manifests/key/*.key.manifest.json"))
-    if not published:
-        raise CommandFailed(["spack", "buildcache", "keys", f"({cache_dir} publishes no key)"], 1)
     env = environment(root_dir or paths.cache() / "spack-state")
     pathlib.Path(env["SPACK_GNUPGHOME"]).mkdir(parents=True, exist_ok=True, mode=0o700)
-    with tempfile.TemporaryDirectory() as scope:
-        # that cache as the only mirror (`mirrors::`)
-        config.write_mirrors(pathlib.Path(scope) / "mirrors.yaml",
-                             [config.build_cache("iostack-buildcache", cache_dir)], replace=True,
-                             written_by="iostack.spack.runner.trust_buildcache_keys")
+    with tempfile.NamedTemporaryFile(suffix=".asc") as f:
+        f.write(key)
+        f.flush()
         try:
-            run([spack_bin(), "-C", scope, "buildcache", "keys", "--install", "--trust",
-                 "--force"], env_extra=env)
-            ring = capture([spack_bin(), "gpg", "list", "--trusted"], env_extra=env)
+            run([spack_bin(), "gpg", "trust", f.name], env_extra=env)
         finally:
             stop_gpg_agent(root_dir)
-    missing = [k for k in published if k not in ring.stdout.replace(" ", "")]
-    if missing:
-        raise CommandFailed(["spack", "buildcache", "keys", f"(not trusted: {', '.join(missing)})"], 1)
