@@ -127,13 +127,16 @@ def test_setup_from_the_bundle_unpacks_the_pinned_spack_and_registers_its_mirror
 
 # --- bad mirrors: refused before anything is installed -----------------------------------
 
-def broken_mirror(tmp_path, damage) -> pathlib.Path:
+IOR_ARCHIVE = "cb17f6b0d17fb98dae28abaa116fd3adde411f52d45ff9efb125efc791b97463.tar.gz"
+IO500_COMMIT = "bb08c873af21fad889838c5a4470868cb1294653"
+
+
+def broken_mirror(tmp_path, damage, name=IOR_ARCHIVE) -> pathlib.Path:
     mirror = tmp_path / "mirror"
     shutil.copytree(shared_bundle() / "mirror", mirror)
     for p in mirror.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
-    ior = next(mirror.rglob("cb17f6b0d17fb98dae28abaa116fd3adde411f52d45ff9efb125efc791b97463.tar.gz"))
-    damage(ior)
+    damage(next(mirror.rglob(name)))
     return mirror
 
 
@@ -143,14 +146,32 @@ def tamper(path: pathlib.Path):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage,message", [
-    (pathlib.Path.unlink, "the source of ior-4.0.0 is in none of the configured mirrors"),
-    (tamper, "the source archive of ior-4.0.0 (file://"),
-], ids=["missing-source", "tampered-archive"])
+def swap_under_the_same_commit(path: pathlib.Path):
+    """The commit's tarball, rebuilt with one line added to its Makefile: a sound archive
+    under the same name, which Spack, with no checksum for a git source, would take."""
+    import io
+
+    forged = path.with_name("forged.tar.gz")
+    with tarfile.open(path) as src, tarfile.open(forged, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read() if member.isfile() else None
+            if member.name == "io500/Makefile":
+                data += b"\n# and something of the attacker's\n"
+                member.size = len(data)
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    forged.rename(path)
+
+
+@pytest.mark.parametrize("damage,name,message", [
+    (pathlib.Path.unlink, IOR_ARCHIVE, "the source of ior-4.0.0 is in none of the configured mirrors"),
+    (tamper, IOR_ARCHIVE, "the source archive of ior-4.0.0 (file://"),
+    (swap_under_the_same_commit, f"{IO500_COMMIT}.tar.gz",
+     f"io500: the source of commit {IO500_COMMIT[:12]} from file://"),
+], ids=["missing-source", "tampered-archive", "git-source-swapped-under-its-commit"])
 def test_deploy_refuses_a_bad_mirror_before_installing_anything(tmp_path, scratch_cache,
-                                                                 damage, message):
+                                                                 damage, name, message):
     env, cache = scratch_cache
-    register_source_mirror(cache, broken_mirror(tmp_path, damage))
+    register_source_mirror(cache, broken_mirror(tmp_path, damage, name))
     root = tmp_path / "root"
     p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression", env=env)
     assert p.returncode != 0
@@ -159,6 +180,11 @@ def test_deploy_refuses_a_bad_mirror_before_installing_anything(tmp_path, scratc
                                        f"failed: {message}")
     if damage is tamper:
         assert "fails its sha256 checksum" in p.error_lines[0]
+    if damage is swap_under_the_same_commit:
+        assert p.error_lines[0].endswith("is not that commit's: its content sha256 is "
+                                         f"{p.error_lines[0].split('content sha256 is ')[1][:64]}, "
+                                         "the recipe records 912d813f1838d7d1c3f29f798c227f714604a"
+                                         "911930eb41d4aa5de1b9850727b")
     assert "Traceback" not in p.output
     assert installed_prefixes(root) == []
 
