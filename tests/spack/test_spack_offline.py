@@ -1,9 +1,11 @@
 """Offline set-up, source mirrors, signed build caches and bundles, for real, with the
 `local` deployment the tier built from source; and bad input, each refused with one line
 and nothing half-installed."""
+import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import tarfile
@@ -305,9 +307,25 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
             f"{top}/iostack/pins.json"} <= set(names)
     for part in ("mirror/", "buildcache/", "wheels/", "samples/", "sbom/"):
         assert any(n.startswith(f"{top}/{part}") for n in names), part
-    # built wheels only: an sdist would need its build requirements on the air-gapped node
+    # built wheels only: an sdist would need its build requirements on the air-gapped node;
+    # exactly the lock's files: one per locked package, each with a sha256 the lock records
     python = [n for n in names if n.startswith(f"{top}/wheels/")]
     assert python and all(n.endswith(".whl") for n in python), python
+    lock = {}
+    for line in (paths.REPO / "requirements.txt").read_text().replace("\\\n", " ").splitlines():
+        if "==" in line and not line.lstrip().startswith("#"):
+            pkg, rest = line.split("==", 1)
+            lock[pkg.strip().lower().replace("-", "_")] = (rest.split()[0],
+                                                          set(re.findall(r"[0-9a-f]{64}", rest)))
+    with tarfile.open(local_bundle) as tar:
+        carried = {}
+        for n in python:
+            name, version = pathlib.Path(n).name.split("-")[:2]
+            digest = hashlib.sha256(tar.extractfile(n).read()).hexdigest()
+            carried[name.lower()] = (version, digest)
+    assert set(carried) == set(lock)
+    for name, (version, digest) in carried.items():
+        assert version == lock[name][0] and digest in lock[name][1], name
     commit = subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     with tarfile.open(local_bundle) as tar:

@@ -10,7 +10,7 @@ four entries only):
     spack-packages-<tag>.tar.gz         the pinned builtin repository, likewise
     mirror/                             a Spack source mirror
     buildcache/                         a signed Spack build cache (optional)
-    wheels/                             the Python tools of requirements.txt (optional)
+    wheels/                             the Python tools of the lock requirements.txt (optional)
     samples/                            the published GRIB the nightly checks use (optional)
     sbom/                               the CycloneDX SBOM of the deployment's current release
                                         (<release id>.cdx.json), what the build cache holds
@@ -366,10 +366,11 @@ def write(site: str, root: pathlib.Path, out: pathlib.Path,
     if buildcache is None:
         buildcache = mirrors.push(site, root, root / "buildcache")
     shutil.copytree(buildcache, top / "buildcache")
-    # wheels, not sdists: an sdist needs its build requirements (setuptools, ...) at
-    # install time, and the air-gapped node has only what the bundle holds
-    run([sys.executable, "-m", "pip", "wheel", "-q", "-w", top / "wheels",
-         "-r", paths.REPO / "requirements.txt"])
+    # exactly the lock's files, each checked against its sha256 there; wheels, not sdists:
+    # an sdist needs its build requirements at install time, and the air-gapped node has
+    # only what the bundle holds
+    run([sys.executable, "-m", "pip", "download", "-q", "--require-hashes", "--no-deps",
+         "--only-binary=:all:", "-d", top / "wheels", "-r", paths.REPO / "requirements.txt"])
     from iostack.regression import samples
 
     for name in samples.SOURCES:

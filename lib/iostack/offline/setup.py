@@ -19,6 +19,8 @@ from iostack.site.packages import (OS_RELEASE, PURPOSES, SYSTEM_PACKAGES,  # noq
 from iostack.site.packages import table as _table  # noqa: F401
 from iostack.spack import runner
 
+#: pip-compile's locks of requirements.in and requirements-tests.in: every package and
+#: dependency pinned with its sha256, installed with --require-hashes
 REQUIREMENTS = {"deploy": paths.REPO / "requirements.txt",
                 "tests": paths.REPO / "requirements-tests.txt"}
 
@@ -51,6 +53,11 @@ _CAUSES = [
     (re.compile(r"You don't have enough free space in (?P<where>\S+?)\.?$|"
                 r"No space left on device(?P<none>)", re.M),
      lambda m: _no_space({"where": m["where"]})),
+    # pip in --require-hashes mode, on a file whose sha256 is not the lock's
+    (re.compile(r"DO NOT MATCH THE HASHES.*?\n\s+(?P<pkg>\S+) from", re.S),
+     lambda m: f"{m['pkg']} is not what the lock pins (its sha256 differs): the index, the "
+               "mirror or the bundle's wheels served another file; someone may have tampered "
+               "with it"),
     (re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|"
                 r"Certificate verification failed"),
      lambda m: "the package registry's TLS certificate is not trusted: install the site's CA "
@@ -150,13 +157,15 @@ def python_tools(purposes=("deploy",), wheels: pathlib.Path | None = None):
         except SetupRefused:
             shutil.rmtree(venv, ignore_errors=True)  # a half-made venv would be taken as made
             raise
-    requirements = [REQUIREMENTS["tests" if "tests" in purposes else "deploy"]]
+    lock = REQUIREMENTS["tests" if "tests" in purposes else "deploy"]
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # every file checked against the lock's sha256, from an index or the bundle alike
+    locked = ["--require-hashes", "--no-deps", "-r", lock]
     if wheels:
         checked("pip install (from the bundle's wheels)",
-                [*pip, "--no-index", "--find-links", wheels, *_r(requirements)])
+                [*pip, "--no-index", "--find-links", wheels, *locked])
     else:
-        checked(f"pip install -r {requirements[0].name}", [*pip, *_r(requirements)])
+        checked(f"pip install -r {lock.name}", [*pip, *locked])
     # iostack and iostack_rfm (pyproject.toml), as this checkout: editable, built with the
     # setuptools just installed, their dependencies pinned above
     checked("pip install -e . (iostack itself)",
@@ -175,10 +184,6 @@ def python_tools(purposes=("deploy",), wheels: pathlib.Path | None = None):
             print(f"iostack: note: actionlint not installed ({e}); its lint test will skip")
     else:
         print("iostack: note: no Go toolchain, so no actionlint; its lint test will skip")
-
-
-def _r(requirements):
-    return [arg for f in requirements for arg in ("-r", f)]
 
 
 def _clone(pin: dict, dest: pathlib.Path):
