@@ -322,6 +322,14 @@ def parser():
                    help="offline bundle to set up from instead of the network: the pinned "
                         "Spack and spack-packages archives, a source mirror, SHA256SUMS "
                         "(default: $IOSTACK_SPACK_BUNDLE)")
+    p.add_argument("--keyring", action="append", metavar="FILE",
+                   help="public key(s) of the release key you hold, which a bundle's "
+                        "SHA256SUMS.asc must be signed with (besides the fingerprints in "
+                        "pins.json `release_keys`); repeatable")
+    p.add_argument("--insecure-unsigned", action="store_true",
+                   help="use a bundle that nobody you trust vouches for (no valid signature, "
+                        "and content this checkout cannot check); its build cache keys are "
+                        "not trusted")
     p.set_defaults(func=cmd_setup)
 
     p = sub.add_parser("test", help="run the repository's test suite (pytest)")

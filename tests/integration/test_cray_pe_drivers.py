@@ -105,8 +105,8 @@ def test_the_modules_a_compiler_external_names_give_spack_working_drivers(pe, tm
     (tmp_path / "hello.c").write_text(MPI_HELLO)
     (tmp_path / "load.py").write_text(LOAD)
     env = {**environment(pe, tmp_path, MODULESHOME="/usr/share/lmod/lmod"),
-           **{k: str(v) for k, v in runner.environment(tmp_path).items()}}
-    p = subprocess.run([str(runner.spack_bin()), "python", "load.py",
+           **{k: str(v) for k, v in runner.environment(targets.settings(), tmp_path).items()}}
+    p = subprocess.run([str(runner.spack_bin(targets.settings())), "python", "load.py",
                         json.dumps(external["modules"] + mpich["modules"])],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -78,8 +79,7 @@ def test_pip_install_gives_a_working_command_that_needs_the_repository_named(che
 
 def test_the_editable_install_of_set_up_is_the_checkout(checkout, tmp_path):
     bin_dir = venv(tmp_path / "venv")
-    pins = [line for line in (checkout / "requirements.txt").read_text().splitlines()
-            if line.startswith("setuptools==")]
+    pins = re.findall(r"^setuptools==\S+", (checkout / "requirements.txt").read_text(), re.M)
     assert run(bin_dir / "pip", "install", "-q", *pins, cwd=tmp_path).returncode == 0
     # what set-up runs (iostack.offline.setup.python_tools)
     p = run(bin_dir / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",

@@ -34,6 +34,7 @@ from iostack.core import paths
 from iostack.deployment import deploy
 from iostack.site import facts as site_facts
 from iostack.spack import runner
+from support import targets
 from support import cray_pe
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
@@ -97,8 +98,8 @@ def test_spack_builds_eckit_with_both_prgenvs_and_a_user_links_to_each(tmp_path,
     env = {**cray_pe.clean_environment(MODULEPATH=str(pe.core), MODULESHOME="/usr/share/lmod/lmod",
                                        IOSTACK_FAKE_PE_LOG=str(log),
                                        IOSTACK_TOOLCHAINS=str(toolchains)),
-           **{k: str(v) for k, v in runner.environment(root).items()}}
-    spack = str(runner.spack_bin())
+           **{k: str(v) for k, v in runner.environment(targets.settings(), root).items()}}
+    spack = str(runner.spack_bin(targets.settings()))
 
     start = time.monotonic()
     p = in_namespace(pe_root, [spack, "-e", str(env_dir), "offsite", "concretize", "--fresh",

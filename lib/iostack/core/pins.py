@@ -22,6 +22,8 @@ def _pins() -> dict[str, Any]:
         "SPACK_PACKAGES_URL": packages["url"], "SPACK_PACKAGES_TAG": packages["tag"],
         "SPACK_PACKAGES_COMMIT": packages["commit"],
         "SPACK_MIN_VERSION": tuple(int(x) for x in spack["tag"].lstrip("v").split(".")[:2]),
+        # fingerprints of the release keys whose signature set-up accepts on a bundle
+        "RELEASE_KEYS": [f.replace(" ", "").upper() for f in pins["release_keys"]],
         # actionlint for the workflow lint test, through the Go module proxy
         "ACTIONLINT_MODULE": pins["actionlint"],
     }

@@ -104,11 +104,12 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
     def deploy_root(self, site: str, given: str | os.PathLike | None = None) -> pathlib.Path:
-        """A site's deployment root: --root, else IOSTACK_ROOT, else deploy/<site>."""
+        """A site's deployment root: --root, else IOSTACK_ROOT, else deploy/<site>; never a
+        checkout (paths.check_root)."""
         if given:
-            return pathlib.Path(given).resolve()
+            return paths.check_root(pathlib.Path(given).resolve())
         if self.root:
-            return self.root.resolve()
+            return paths.check_root(self.root.resolve())
         return paths.REPO / "deploy" / site
 
     @property

@@ -21,6 +21,8 @@ from iostack.site.packages import table as _table  # noqa: F401
 from iostack.site.target import SpackEnv, Target
 from iostack.spack import runner
 
+#: pip-compile's locks of requirements.in and requirements-tests.in: every package and
+#: dependency pinned with its sha256, installed with --require-hashes
 REQUIREMENTS = {"deploy": paths.REPO / "requirements.txt",
                 "tests": paths.REPO / "requirements-tests.txt"}
 
@@ -53,6 +55,11 @@ _CAUSES = [
     (re.compile(r"You don't have enough free space in (?P<where>\S+?)\.?$|"
                 r"No space left on device(?P<none>)", re.M),
      lambda m: _no_space({"where": m["where"]})),
+    # pip in --require-hashes mode, on a file whose sha256 is not the lock's
+    (re.compile(r"DO NOT MATCH THE HASHES.*?\n\s+(?P<pkg>\S+) from", re.S),
+     lambda m: f"{m['pkg']} is not what the lock pins (its sha256 differs): the index, the "
+               "mirror or the bundle's wheels served another file; someone may have tampered "
+               "with it"),
     (re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|"
                 r"Certificate verification failed"),
      lambda m: "the package registry's TLS certificate is not trusted: install the site's CA "
@@ -153,13 +160,15 @@ def python_tools(settings: Settings, purposes=("deploy",), wheels: pathlib.Path 
         except SetupRefused:
             shutil.rmtree(venv, ignore_errors=True)  # a half-made venv would be taken as made
             raise
-    requirements = [REQUIREMENTS["tests" if "tests" in purposes else "deploy"]]
+    lock = REQUIREMENTS["tests" if "tests" in purposes else "deploy"]
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # every file checked against the lock's sha256, from an index or the bundle alike
+    locked = ["--require-hashes", "--no-deps", "-r", lock]
     if wheels:
         checked("pip install (from the bundle's wheels)",
-                [*pip, "--no-index", "--find-links", wheels, *_r(requirements)])
+                [*pip, "--no-index", "--find-links", wheels, *locked])
     else:
-        checked(f"pip install -r {requirements[0].name}", [*pip, *_r(requirements)])
+        checked(f"pip install -r {lock.name}", [*pip, *locked])
     # iostack and iostack_rfm (pyproject.toml), as this checkout: editable, built with the
     # setuptools just installed, their dependencies pinned above
     checked("pip install -e . (iostack itself)",
@@ -178,10 +187,6 @@ def python_tools(settings: Settings, purposes=("deploy",), wheels: pathlib.Path 
             print(f"iostack: note: actionlint not installed ({e}); its lint test will skip")
     else:
         print("iostack: note: no Go toolchain, so no actionlint; its lint test will skip")
-
-
-def _r(requirements):
-    return [arg for f in requirements for arg in ("-r", f)]
 
 
 def _clone(pin: dict, dest: pathlib.Path):
@@ -213,8 +218,9 @@ def _clone(pin: dict, dest: pathlib.Path):
     partial.rename(dest)
 
 
-def spack_from_bundle(settings: Settings, source: pathlib.Path):
-    """Verify an offline bundle, unpack its Spack and spack-packages, register its mirrors."""
+def spack_from_bundle(settings: Settings, source: pathlib.Path, voucher: bundle.Voucher):
+    """Unpack a verified bundle's Spack and spack-packages, register its mirrors, and trust
+    the release key that signed it for its build cache (no key the bundle merely carries)."""
     cache = settings.cache
     try:
         bundle.unpack(source / pins.SPACK["archive"], cache / "spack", pins.SPACK)
@@ -225,10 +231,17 @@ def spack_from_bundle(settings: Settings, source: pathlib.Path):
     except bundle.BundleError as e:
         raise SetupRefused(str(e)) from None
     if (source / "buildcache").is_dir():
-        try:
-            runner.trust_buildcache_keys(settings, cache / "mirrors" / "buildcache")
-        except CommandFailed as e:
-            raise SetupRefused(f"could not trust the bundle's build cache keys: {e}") from None
+        key = voucher.key()
+        if key is None:
+            print("iostack: note: no key of the bundle's build cache is trusted (nothing vouches "
+                  "for it); trust one you know with `bin/iostack spack -- gpg trust KEY.pub`")
+        else:
+            try:
+                runner.trust_key(settings, key)
+            except CommandFailed as e:
+                raise SetupRefused(f"could not trust the release key {voucher.signer}: {e}") from None
+            print(f"iostack: the build cache is trusted as far as release key {voucher.signer} "
+                  "signed it")
     complete_source_mirror(settings, cache / "mirrors" / "source")
 
 
@@ -248,9 +261,11 @@ def complete_source_mirror(settings: Settings, mirror: pathlib.Path, site: str =
               "will need them")
 
 
-def spack_checkout(settings: Settings, source_bundle: pathlib.Path | None):
+def spack_checkout(settings: Settings, source_bundle: pathlib.Path | None,
+                   voucher: bundle.Voucher | None = None):
     if source_bundle:
-        spack_from_bundle(settings, source_bundle)
+        assert voucher is not None, "a bundle is used only once something vouches for it"
+        spack_from_bundle(settings, source_bundle, voucher)
     elif settings.spack_root:
         print(f"iostack: using SPACK_ROOT={settings.spack_root}")
     else:
@@ -268,30 +283,41 @@ def spack_checkout(settings: Settings, source_bundle: pathlib.Path | None):
     print(f"iostack: Spack {ver[0]}.{ver[1]} at {root}, builtin repo at {pkgs}")
 
 
-def bundle_given(settings: Settings, args) -> pathlib.Path | None:
-    """The offline bundle named by --spack-bundle or IOSTACK_SPACK_BUNDLE, verified: a
-    damaged bundle is refused before anything on the node changes."""
+def bundle_given(settings: Settings, args) -> tuple[pathlib.Path, bundle.Voucher] | tuple[None, None]:
+    """The offline bundle named by --spack-bundle or IOSTACK_SPACK_BUNDLE, verified (every
+    sum, and who vouches for them: see bundle.vouch) by this checkout's code, never the
+    bundle's own copy: a bundle that is damaged, or that nobody the admin trusts vouches for,
+    is refused before anything on the node changes."""
     given = getattr(args, "spack_bundle", None) or settings.spack_bundle
     if not given:
-        return None
+        return None, None
     source = pathlib.Path(given).resolve()
     if not source.is_dir():
         raise SetupRefused(f"offline bundle {source} is not a directory")
+    if source == paths.REPO or source in paths.REPO.parents:
+        raise SetupRefused(f"set-up runs from {paths.REPO}, the bundle's own copy of iostack, "
+                           "which cannot vouch for the bundle it came in: run set-up from a "
+                           "checkout you already trust (README: Air-gapped nodes)")
+    keyrings = [pathlib.Path(k).resolve() for k in getattr(args, "keyring", None) or []]
+    for ring in keyrings:
+        if not ring.is_file():
+            raise SetupRefused(f"--keyring {ring}: no such file")
     try:
         bundle.verify(source)
+        voucher = bundle.vouch(source, keyrings, getattr(args, "insecure_unsigned", False))
     except bundle.BundleError as e:
         raise SetupRefused(str(e)) from None
-    print(f"iostack: {source}: every file matches its {bundle.SUMS}")
-    return source
+    print(f"iostack: {source}: every file matches its {bundle.SUMS}; {voucher.how}")
+    return source, voucher
 
 
 def main(settings: Settings, args):
     purposes = ("deploy", *args.with_)
-    source_bundle = bundle_given(settings, args)
+    source_bundle, voucher = bundle_given(settings, args)
     system_packages(args.skip_apt, purposes, lock_timeout=settings.apt_lock_timeout)
     wheels = source_bundle / "wheels" if source_bundle and (source_bundle / "wheels").is_dir() else None
     python_tools(settings, purposes, wheels)
-    spack_checkout(settings, source_bundle)
+    spack_checkout(settings, source_bundle, voucher)
     print("iostack: set-up done. Test with: bin/iostack test")
     return 0
 

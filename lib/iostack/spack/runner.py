@@ -14,7 +14,7 @@ import shutil
 
 from iostack.core import filesystems, paths, pins
 from iostack.core.errors import Failed, IostackError
-from iostack.core.process import CommandFailed, capture, run
+from iostack.core.process import capture, run
 from iostack.core.settings import Settings
 from iostack.site.target import SpackEnv, Target
 from iostack.spack import config
@@ -106,7 +106,7 @@ def deployed_env(env: SpackEnv, root_dir: pathlib.Path) -> pathlib.Path:
     """The site's environment as the deployment uses it: spack-env/ copied to <root>/spack-env,
     so what Spack writes (spack.lock, .spack-env/) stays with the deployment and never changes
     the checkout. Each call refreshes the copy from the checkout, keeping Spack's own state."""
-    dest = root_dir / "spack-env"
+    dest = paths.check_root(root_dir) / "spack-env"
     for path in sorted(dest.rglob("*"), reverse=True) if dest.exists() else []:
         if ".spack-env" in path.relative_to(dest).parts:
             continue
@@ -223,28 +223,16 @@ def stop_gpg_agent(settings: Settings) -> None:
         run([gpgconf, "--homedir", settings.key_ring, "--kill", "gpg-agent"], check=False)
 
 
-def trust_buildcache_keys(settings: Settings, cache_dir: pathlib.Path):
-    """Install and trust the public keys a build cache publishes (`spack buildcache keys
-    --install --trust`, with that cache as the only mirror); each must then be on the ring."""
+def trust_key(settings: Settings, key: bytes) -> None:
+    """Trust one armoured public key for build cache signatures (`spack gpg trust`)."""
     import tempfile
 
-    published = sorted(p.name.split(".")[0] for p in
-                       cache_dir.glob("v3/manifests/key/*.key.manifest.json"))
-    if not published:
-        raise CommandFailed(["spack", "buildcache", "keys", f"({cache_dir} publishes no key)"], 1)
     env = environment(settings, settings.scratch_spack_root)
     settings.key_ring.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with tempfile.TemporaryDirectory() as scope:
-        # that cache as the only mirror (`mirrors::`)
-        config.write_mirrors(pathlib.Path(scope) / "mirrors.yaml",
-                             [config.build_cache("iostack-buildcache", cache_dir)], replace=True,
-                             written_by="iostack.spack.runner.trust_buildcache_keys")
+    with tempfile.NamedTemporaryFile(suffix=".asc") as f:
+        f.write(key)
+        f.flush()
         try:
-            run([spack_bin(settings), "-C", scope, "buildcache", "keys", "--install", "--trust",
-                 "--force"], env_extra=env)
-            ring = capture([spack_bin(settings), "gpg", "list", "--trusted"], env_extra=env)
+            run([spack_bin(settings), "gpg", "trust", f.name], env_extra=env)
         finally:
             stop_gpg_agent(settings)
-    missing = [k for k in published if k not in ring.stdout.replace(" ", "")]
-    if missing:
-        raise CommandFailed(["spack", "buildcache", "keys", f"(not trusted: {', '.join(missing)})"], 1)

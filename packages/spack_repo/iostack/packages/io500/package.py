@@ -2,11 +2,12 @@
 import os
 
 from spack_repo.builtin.build_systems.makefile import MakefilePackage
+from spack_repo.iostack.git_sources import GitSourcesPackage
 
 from spack.package import *
 
 
-class Io500(MakefilePackage):
+class Io500(GitSourcesPackage, MakefilePackage):
     """IO500: IOR easy/hard and mdtest easy/hard phases plus find, scored as
     sqrt(geomean(bandwidths) x geomean(metadata rates)).
 
@@ -23,10 +24,21 @@ class Io500(MakefilePackage):
     # (the one whose prepare.sh pins IOR 06fc08e147600f4e5896a5b9b2bf8f1c4a79121f).
     version("2023.bb08c87", commit="bb08c873af21fad889838c5a4470868cb1294653")
 
-    # pfind, io500's parallel find. io500's prepare.sh publishes only the short hash
-    # 778dca8; no full commit could be had here, so this resource is not fully pinned.
-    resource(name="pfind", git="https://github.com/VI4IO/pfind.git", commit="778dca8",
-             destination="build", placement="pfind")
+    # pfind, io500's parallel find. io500's prepare.sh names the short hash 778dca8: in
+    # github.com/VI4IO/pfind it is this commit ("Merge pull request #20", 2023-04-17).
+    resource(name="pfind", git="https://github.com/VI4IO/pfind.git",
+             commit="778dca873381ce0a35fe39f8972c906a3c2f4584", destination="build",
+             placement="pfind")
+
+    # Each commit's tree by content (source_digest.py): `git archive --format=tar --prefix=src/
+    # COMMIT | python3 source_digest.py -` on the two repositories; a mirror's tarball of
+    # either commit must have it (git_sources.py).
+    GIT_SOURCE_SHA256 = {
+        "bb08c873af21fad889838c5a4470868cb1294653":
+            "912d813f1838d7d1c3f29f798c227f714604a911930eb41d4aa5de1b9850727b",
+        "778dca873381ce0a35fe39f8972c906a3c2f4584":
+            "ced0b3b79f2dbf93361295e11dfd55c4c9aa1f9a7111c18ca8e10fff398945df",
+    }
 
     depends_on("c", type="build")
     depends_on("mpi")

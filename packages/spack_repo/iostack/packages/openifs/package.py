@@ -4,11 +4,12 @@ import os
 
 from spack_repo.builtin.build_systems.cmake import CMakePackage
 from spack_repo.iostack.craype import CrayPEPackage
+from spack_repo.iostack.git_sources import GitSourcesPackage
 
 from spack.package import *
 
 
-class Openifs(CrayPEPackage, CMakePackage):
+class Openifs(GitSourcesPackage, CrayPEPackage, CMakePackage):
     """OpenIFS: the ECMWF Integrated Forecasting System for research and education.
 
     48r1 and later build ifs-source as an ecbuild/CMake project; the libraries the
@@ -26,6 +27,15 @@ class Openifs(CrayPEPackage, CMakePackage):
     version("48r1.1.0", tag="openifs-48r1.1.0", commit="6c93ad58cdb9711b088e7af3025a5b6de3780697")
     # CY49R1: the repository's main branch at this commit (bundle.yml: ifs-bundle 49.1).
     version("49r1", commit="18ac98c6679fdb7591ca8fc75e6dafc822ebcdf3")
+    # Each commit's tree by content (source_digest.py): `git archive --format=tar --prefix=src/
+    # COMMIT | python3 source_digest.py -` on github.com/ecmwf-ifs/openifs; a mirror's tarball
+    # of the commit must have it (git_sources.py).
+    GIT_SOURCE_SHA256 = {
+        "6c93ad58cdb9711b088e7af3025a5b6de3780697":
+            "4e83ce5f254e4ba91d2a0a6c7d1355cb82f35aba82d4fd5aee38cff0456e7ef1",
+        "18ac98c6679fdb7591ca8fc75e6dafc822ebcdf3":
+            "d5200050571fa5c93123d62f8b36ef7f330d6afc6429271a544f115114228df9",
+    }
 
     # ecbundle builds IFS with CMAKE_BUILD_TYPE=Bit, whose flags ifs-source's
     # cmake/compile_flags.cmake sets per compiler (gfortran: -g -O2); Debug is -O0.
