@@ -277,6 +277,26 @@ def cmd_site_init(settings, args):
                          records=args.from_records, description=args.description)
 
 
+def cmd_site_generate(settings, args):
+    from iostack.site import generate
+
+    sites = [facts.check_site(s) for s in args.sites] or facts.names()
+    if args.check:
+        stale = [g.shown for s in sites for g in generate.stale(s)]
+        orphans = [str(p.relative_to(paths.REPO)) for p in generate.orphans()] \
+            if not args.sites else []
+        for shown in stale:
+            print(f"iostack: {shown} differs from what its facts give: bin/iostack site "
+                  "generate, and commit it")
+        for shown in orphans:
+            print(f"iostack: {shown} is generated for a site with no facts: remove it")
+        return 1 if stale or orphans else 0
+    for site in sites:
+        for g in generate.write(site):
+            print(f"iostack: {g.shown} written from sites/{site}.yaml")
+    return 0
+
+
 def cmd_lock(settings, args):
     from iostack.spack import locks
 
@@ -464,6 +484,13 @@ def parser():
     p.add_argument("--from-records", type=pathlib.Path, metavar="DIR",
                    help="make the site from a --record DIR instead of detecting")
     p.set_defaults(func=cmd_site_init)
+
+    p = ssub.add_parser("generate", help="write what every tree reads of a site from its "
+                                         "facts (reframe-tests/config/<site>.py)")
+    p.add_argument("sites", nargs="*", help="sites (default: every site with facts)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 naming each generated file that differs")
+    p.set_defaults(func=cmd_site_generate)
 
     p = sub.add_parser("lock", help="check (or --update) sites' committed spack.lock")
     p.add_argument("sites", nargs="*", help="sites, or site/env for another environment of a "

@@ -13,7 +13,7 @@ A whole node's cores per job, `threads` threads per rank. `without` leaves srun 
 the partition out (e.g. `-S without=--hint=nomultithread`): the same check then fails,
 which is what it is for (tests/integration/test_cluster_binding.py shows both).
 
-    reframe -C reframe-tests/config/iostack.py --system local-cluster \\
+    reframe -C reframe-tests/config/local.py --system local-cluster \\
         -c reframe-tests/checks/binding.py -S nodes=2 -r
 """
 import os

@@ -7,7 +7,7 @@ not state are not compared.
 Run it on every node at once with ReFrame's `--distribute` (one test per node, each pinned
 to its node):
 
-    reframe -C reframe-tests/config/iostack.py --system local-cluster \\
+    reframe -C reframe-tests/config/local.py --system local-cluster \\
         -c reframe-tests/checks/node_hardware.py --distribute=all -r
 
 The job reads the node's state where the node's facts point (bios_sysfs_root, the fstab

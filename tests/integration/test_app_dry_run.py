@@ -1,5 +1,5 @@
 """The application checks on the real sites' configurations (`reframe --dry-run`, away from
-the sites: IOSTACK_RFM_OFFSITE=1, see reframe-tests/config/iostack.py): every test case is
+the sites: IOSTACK_RFM_OFFSITE=1, see reframe-tests/iostack_rfm/config.py): every test case is
 generated and its job script says what would run. Each site runs the applications its stack
 has: OpenIFS on cray-ex (CCE), OpenFOAM's HPC_Motorbike on oci-bm-optimized3, IO500, IOR
 and mdtest on both."""
@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from iostack.core import paths
+from iostack.site import facts as site_facts
 from iostack.regression import reframe
 from support import targets
 
@@ -51,7 +52,8 @@ def dry_runs(tmp_path_factory):
                    "IOSTACK_RFM_OFFSITE": "1", "IOSTACK_RFM_STATE": str(prefix)}
             select = [a for check in CHECKS for a in ("-n", check)]
             p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C",
-                                str(paths.REFRAME_CONFIG), "--system", system, "--prefix",
+                                str(paths.reframe_config(site_facts.site_of_system(system))),
+                                "--system", system, "--prefix",
                                 str(prefix), *select, "--dry-run"],
                                capture_output=True, text=True, env=env, timeout=600)
             print(p.stdout[-5000:], p.stderr[-2000:])

@@ -92,7 +92,7 @@ def run(tmp_path, *extra):
     root = tmp_path / "root"
     env = {**os.environ, **{k: str(v) for k, v in reframe.environment(targets.of(root)).items()}}
     p = subprocess.run(
-        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG), "--system",
+        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.reframe_config("local")), "--system",
          "local", "--prefix", str(root / "reframe"), "-c", str(tmp_path / "checks"), "-r",
          "--exec-policy=async", "--keep-stage-files", "-p", "builtin", *extra],
         capture_output=True, text=True, env=env, timeout=300)

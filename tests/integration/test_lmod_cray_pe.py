@@ -19,6 +19,7 @@ from iostack.core import paths
 from iostack.deployment import deploy
 from iostack.site import facts as site_facts
 from support import cray_pe
+from support import rfm_config
 from unit.spack_lock import Lock
 
 LMOD_INIT = pathlib.Path("/usr/share/lmod/lmod/init/bash")
@@ -152,16 +153,11 @@ def test_swapping_to_prgenv_gnu_takes_the_cce_level_away(site, profile):
 
 
 def test_the_reframe_environments_load_as_written(site, monkeypatch, tmp_path):
-    """reframe-tests/config/iostack.py's cray-ex environments, module by module, in a batch
-    shell (no login script): each loads, with its compiler's builds of ecCodes and FDB."""
-    import importlib.util
-
-    monkeypatch.setenv("IOSTACK_RFM_STATE", str(tmp_path))
-    spec = importlib.util.spec_from_file_location("rfm_config", paths.REFRAME_CONFIG)
-    config = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(config)
-    envs = {e["name"]: e for e in config.site_configuration["environments"]
-            if "cray-ex" in e["target_systems"]}
+    """cray-ex's ReFrame environments (reframe-tests/config/cray-ex.py), module by module,
+    in a batch shell (no login script): each loads, with its compiler's builds of ecCodes
+    and FDB."""
+    config = rfm_config.load("cray-ex", tmp_path)
+    envs = {e["name"]: e for e in config["environments"] if "cray-ex" in e["target_systems"]}
     assert set(envs) == set(PE["prgenvs"])
     for name, e in envs.items():
         compiler = PE["prgenvs"][name]["compiler"]

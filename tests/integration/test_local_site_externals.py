@@ -1,7 +1,6 @@
 """The local site's Spack externals are what Debian actually installed: each names the
 package that provides it (`extra_attributes: {debian: ...}`), whose version dpkg reports and
 whose files lie under the external's prefix."""
-import importlib.util
 import os
 import re
 import shutil
@@ -13,6 +12,7 @@ import yaml
 from iostack.core import paths
 from iostack.offline import setup
 from iostack.regression import reframe
+from iostack_rfm import config
 
 pytestmark = pytest.mark.skipif(not shutil.which("dpkg-query"), reason="not a Debian system")
 
@@ -53,10 +53,7 @@ def test_what_iostack_runs_from_debian_is_in_packages_set_up_installs():
     cross-version check runs from the `stack` environment's other_fdb_bin."""
     release = setup.debian_release(setup.os_release())
     installed_by_setup = set(setup.apt_packages(release, ("deploy",)))
-    spec = importlib.util.spec_from_file_location("iostack_rfm_config", paths.REFRAME_CONFIG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    (stack,) = [e for e in module.site_configuration["environments"]
+    (stack,) = [e for e in config.site_configuration("local")["environments"]
                 if e["name"] == "stack" and "local" in e["target_systems"]]
     check = (paths.REFRAME_DIR / "checks" / "fdb_cross_version.py").read_text()
     tools = sorted(set(re.findall(r"/(fdb-[a-z]+)\b", check)))

@@ -120,14 +120,14 @@ def test_an_unknown_system_and_mode_are_named(tmp_path):
     p = iostack("nightly", "--system", "locl", "--root", tmp_path)
     assert p.returncode == 2
     assert errors(p) == [
-        "iostack: error: ReFrame system 'locl' is not defined: systems are defined in "
-        "reframe-tests/config/iostack.py `systems` (cray-ex, local, local-cluster, local-slurm, "
-        "oci-bm-optimized3); nothing was run"]
+        "iostack: error: ReFrame system 'locl' is not one of site local's: "
+        "reframe-tests/config/local.py defines the systems sites/local.yaml lists (local, "
+        "local-cluster, local-slurm); nothing was run"]
     p = iostack("nightly", "--mode", "nighty", "--root", tmp_path)
     assert p.returncode == 2
     assert errors(p) == [
         "iostack: error: unknown mode 'nighty': modes are deploy, nightly, weekly, defined in "
-        "reframe-tests/config/iostack.py `modes` (their checks and bounds: "
+        "reframe-tests/iostack_rfm/config.py `modes` (their checks and bounds: "
         "lib/iostack/regression/nightly.py MODES)"]
 
 

@@ -1,7 +1,7 @@
 """The real sites' configurations generate every test case of the suite (`reframe
 --dry-run`), here, away from the sites: IOSTACK_RFM_OFFSITE=1 switches their modules system
 to `nomod` because neither the Cray PE nor the sites' module trees exist on this node (see
-reframe-tests/config/iostack.py). Job scripts are written, so the Slurm options and the
+reframe-tests/config/<site>.py). Job scripts are written, so the Slurm options and the
 launch binding can be checked."""
 import os
 import pathlib
@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from iostack.core import paths
+from iostack.site import facts as site_facts
 from iostack.regression import reframe
 from support import targets
 
@@ -18,7 +19,8 @@ from support import targets
 def dry_run(system, prefix):
     env = {**os.environ, **{k: str(v) for k, v in reframe.environment(targets.of(prefix)).items()},
            "IOSTACK_RFM_OFFSITE": "1", "IOSTACK_RFM_STATE": str(prefix)}
-    p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+    config = paths.reframe_config(site_facts.site_of_system(system))
+    p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C", str(config),
                         "--system", system, "--prefix", str(prefix), "--dry-run"],
                        capture_output=True, text=True, env=env, timeout=600)
     print(p.stdout[-5000:], p.stderr[-2000:])

@@ -33,7 +33,7 @@ def reframe(tmp_path, *args, system="local", env=None):
     """reframe on iostack's configuration; (completed process, JSON report or None)."""
     report = tmp_path / f"report-{system}.json"
     p = subprocess.run(
-        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.reframe_config("local")),
          "--system", system, "--prefix", str(tmp_path / "rfm"), "--report-file", str(report),
          *map(str, args)],
         capture_output=True, text=True, timeout=900,
@@ -130,7 +130,7 @@ def test_the_eessi_test_suite_lists_its_checks(modulepath, tmp_path):
 def test_reframe_starts_without_lmod_cmd_and_says_how_to_get_modules(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "LMOD_CMD"}
     p = subprocess.run(
-        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG), "--system",
+        [str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.reframe_config("local")), "--system",
          "local", "--prefix", str(tmp_path / "rfm"), "-c", TUTORIAL / "dummy" / "params.py",
          "-p", "builtin", "-r"], capture_output=True, text=True, timeout=600,
         env={**env, "IOSTACK_RFM_STATE": str(tmp_path / "state")})

@@ -20,7 +20,7 @@ LMOD_CMD = "/usr/share/lmod/lmod/libexec/lmod"
 def test_dry_run_generates_the_cross_build_job(tmp_path):
     env = dict(os.environ, IOSTACK_RFM_STATE=str(tmp_path / "state"), LMOD_CMD=LMOD_CMD)
     res = subprocess.run(
-        [REFRAME, "-C", REPO / "reframe-tests/config/iostack.py", "-c",
+        [REFRAME, "-C", REPO / "reframe-tests/config/local.py", "-c",
          REPO / "reframe-tests/checks/cross_aarch64.py", "--prefix", tmp_path,
          # the partition feature `cross-aarch64` is the site's to declare
          "-S", "valid_systems=local:default",

@@ -54,7 +54,7 @@ LOCAL_LOCK = json.loads((paths.SPACK_ENV_SITES / "local" / "spack.lock").read_te
 NVME_STAGE = next(s["version"] for s in LOCAL_LOCK["concrete_specs"].values()
                   if s["name"] == "nvme-stage")
 # modules the ReFrame `stack` environment of local loads besides nvme-stage (its 'modules'
-# in reframe-tests/config/iostack.py)
+# in reframe-tests/iostack_rfm/config.py)
 STACK_ENV_MODULES = ["openmpi", "fdb", "ior", "io500", "fdb-archive-bench", "netcdf-output-bench"]
 
 

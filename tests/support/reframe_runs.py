@@ -30,7 +30,7 @@ def run_checks(work: pathlib.Path, check_file: pathlib.Path, options=(), name="r
     report = work / f"{name}.json"
     env = {**os.environ, "IOSTACK_RFM_REFERENCES": str(REFERENCES),
            **{k: str(v) for k, v in reframe.environment(targets.of(root)).items()}}
-    p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+    p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.reframe_config("local")),
                         "--system", "local", "--prefix", str(work / "out" / name),
                         "-c", str(check_file), "-r", "--report-file", str(report), *options],
                        capture_output=True, text=True, env=env, cwd=work, timeout=600)

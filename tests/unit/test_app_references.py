@@ -1,12 +1,12 @@
 """The application checks' reference files, and the application features the ReFrame
 configuration gives each site's environments against what the site's stack holds."""
-import importlib.util
 import re
 
 import pytest
 import yaml
 
 from iostack.core import paths
+from support import rfm_config
 from iostack.deployment import stack
 from iostack.regression import references
 from iostack.site.target import SpackEnv
@@ -25,12 +25,7 @@ def test_reference_files_are_sound(name):
 
 
 def _config(monkeypatch, tmp_path):
-    monkeypatch.setenv("IOSTACK_RFM_STATE", str(tmp_path))
-    monkeypatch.setenv("IOSTACK_RFM_OFFSITE", "1")
-    spec = importlib.util.spec_from_file_location("iostack_rfm_config", paths.REFRAME_CONFIG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.site_configuration
+    return rfm_config.load_all(tmp_path, offsite=True)
 
 
 def test_oci_openfoam_expectations_name_what_the_checks_measure(monkeypatch, tmp_path):

@@ -1,20 +1,13 @@
 """Bounds of the nightly in the ReFrame configuration: every partition limits its jobs'
 time, and the modes ReFrame knows are the ones bin/iostack nightly bounds and checks."""
-import importlib.util
-
 import pytest
+from support import rfm_config
 
-from iostack.core import paths
 from iostack.regression import nightly
 
 
 def load_config(monkeypatch, tmp_path, offsite):
-    monkeypatch.setenv("IOSTACK_RFM_STATE", str(tmp_path))
-    monkeypatch.setenv("IOSTACK_RFM_OFFSITE", "1" if offsite else "0")
-    spec = importlib.util.spec_from_file_location("iostack_rfm_config", paths.REFRAME_CONFIG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.site_configuration
+    return rfm_config.load_all(tmp_path, offsite)
 
 
 def seconds(limit: str) -> int:

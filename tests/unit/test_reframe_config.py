@@ -1,7 +1,6 @@
 """The ReFrame configuration: every site is a system built from its facts (sites/<site>.yaml),
 partitions carry the features the checks select on, every module an environment loads is in
 the site's spack.lock, the nightly/weekly modes and the results DB are set up."""
-import importlib.util
 import pathlib
 import re
 
@@ -11,20 +10,14 @@ from iostack_testbed import slurm
 from spack_lock import Lock
 
 from iostack.core import paths
+from support import rfm_config
 from support import targets
 from iostack.site import facts as site_facts
 
 
-def load_config(monkeypatch, tmp_path, offsite=False):
-    monkeypatch.setenv("IOSTACK_RFM_STATE", str(tmp_path))
-    if offsite:
-        monkeypatch.setenv("IOSTACK_RFM_OFFSITE", "1")
-    else:
-        monkeypatch.delenv("IOSTACK_RFM_OFFSITE", raising=False)
-    spec = importlib.util.spec_from_file_location("iostack_rfm_config", paths.REFRAME_CONFIG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.site_configuration
+def load_config(monkeypatch, tmp_path, offsite=False, **env):
+    """Every site's systems and environments, for a run writing under `tmp_path`."""
+    return rfm_config.load_all(tmp_path, offsite, **env)
 
 
 @pytest.fixture
@@ -188,8 +181,7 @@ def test_every_job_of_a_site_that_requires_an_account_names_one(monkeypatch, tmp
         assert "--account=x01" in partition(config, name)["access"]
     for p in systems(config)["oci-bm-optimized3"]["partitions"]:
         assert not [a for a in p["access"] if a.startswith("--account")]
-    monkeypatch.setenv("IOSTACK_ACCOUNT", "t01-test")
-    config = load_config(monkeypatch, tmp_path)
+    config = load_config(monkeypatch, tmp_path, IOSTACK_ACCOUNT="t01-test")
     assert [a for a in partition(config, "cray-ex:compute")["access"]
             if a.startswith("--account")] == ["--account=t01-test"]
 
@@ -373,9 +365,9 @@ def test_reframe_stores_sessions_where_iostack_reads_them(monkeypatch, tmp_path)
 
 
 def test_offsite_switches_only_the_real_sites_to_nomod(monkeypatch, tmp_path):
-    monkeypatch.setenv("LMOD_CMD", "/usr/share/lmod/lmod/libexec/lmod")
-    on_site = systems(load_config(monkeypatch, tmp_path))
-    off_site = systems(load_config(monkeypatch, tmp_path, offsite=True))
+    lmod = {"LMOD_CMD": "/usr/share/lmod/lmod/libexec/lmod"}
+    on_site = systems(load_config(monkeypatch, tmp_path, **lmod))
+    off_site = systems(load_config(monkeypatch, tmp_path, offsite=True, **lmod))
     for name in ("cray-ex", "oci-bm-optimized3"):
         assert on_site[name]["modules_system"] == "lmod"
         assert off_site[name]["modules_system"] == "nomod"

@@ -149,7 +149,7 @@ def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monk
 
 @pytest.mark.parametrize(("system", "site", "expected"), [
     ("local", "local", "site local has no ReFrame system 'local'"),
-    ("nosuch", "local", "ReFrame system 'nosuch' is not defined"),
+    ("nosuch", "local", "ReFrame system 'nosuch' is not one of site local's"),
 ])
 def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monkeypatch, capsys,
                                                                   system, site, expected):
@@ -161,7 +161,8 @@ def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monk
         nightly.run(targets.of(tmp_path, site=site, system=system))
     err = str(e.value)
     assert e.value.exit_code == 2 and expected in err
-    assert "defined in reframe-tests/config/iostack.py `systems` (cray-ex, local, " in err
+    assert ("reframe-tests/config/local.py defines the systems sites/local.yaml lists (local, "
+            "local-cluster, local-slurm); nothing was run") in err
 
 
 def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeypatch, capsys):
@@ -170,7 +171,7 @@ def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeyp
         nightly.run(targets.of(tmp_path), mode="nighlty")
     assert e.value.exit_code == 2 and calls == []
     assert ("unknown mode 'nighlty': modes are deploy, nightly, weekly, defined in "
-            "reframe-tests/config/iostack.py `modes`") in str(e.value)
+            "reframe-tests/iostack_rfm/config.py `modes`") in str(e.value)
 
 
 def test_the_run_gets_its_mode_s_deadline_and_the_lock(tmp_path, monkeypatch):

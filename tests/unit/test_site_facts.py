@@ -13,6 +13,7 @@ from ansible.plugins.inventory import detect_range, expand_hostname_range
 from iostack import cli
 from iostack.core import paths
 from iostack.site import facts as site_facts
+from iostack.site import generate
 
 
 @pytest.fixture(autouse=True)
@@ -48,11 +49,9 @@ def what_is_missing(site: str) -> list[str]:
     for part, what in INVENTORY_PARTS.items():
         if not (paths.ANSIBLE_INVENTORIES / site / part).is_file():
             missing.append(f"{site}: no ansible/inventories/{site}/{part} ({what})")
-    for system in facts.systems:
-        if system not in site_facts.reframe_systems():
-            missing.append(f"{site}: no ReFrame system {system!r} in reframe-tests/config/"
-                           f"iostack.py (build it from site_facts.load({site!r}), or leave "
-                           "the site out of _WRITTEN_HERE: its facts make one)")
+    if not paths.reframe_config(site).is_file():
+        missing.append(f"{site}: no reframe-tests/config/{site}.py (its ReFrame systems "
+                       f"{', '.join(facts.systems)}: bin/iostack site generate {site})")
     return missing
 
 
@@ -67,7 +66,7 @@ def test_every_tree_names_only_sites_with_facts():
     assert set(site_facts.spack_sites()) - facts == set()
     # an inventory per site, or per system of a site with nodes of its own (local-cluster)
     assert set(site_facts.ansible_sites()) - facts - systems == set()
-    assert set(site_facts.reframe_systems()) - systems == set()
+    assert generate.orphans() == []
     assert [site_facts.site_of_system(s) for s in ("local", "local-slurm", "local-cluster",
                                                    "cray-ex")] == ["local", "local", "local", "cray-ex"]
     with pytest.raises(site_facts.FactsError, match="no sites/<site>.yaml lists ReFrame system 'nowhere'"):
@@ -76,8 +75,7 @@ def test_every_tree_names_only_sites_with_facts():
 
 def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp_path):
     """What a newcomer sees after writing sites/newsite.yaml and nothing else (`bin/iostack
-    site init` writes them all). Its ReFrame system is not missing: the configuration builds
-    one from the facts of every site it has no code for."""
+    site init` writes them all, `bin/iostack site generate` the ReFrame configuration)."""
     shutil.copytree(site_facts.FACTS, tmp_path, dirs_exist_ok=True)
     facts = yaml.safe_load((site_facts.FACTS / "oci-bm-optimized3.yaml").read_text())
     facts["name"] = "newsite"
@@ -86,9 +84,9 @@ def test_a_new_facts_file_alone_fails_naming_every_missing_part(monkeypatch, tmp
 
     missing = what_is_missing("newsite")
     named = "\n".join(missing)
-    for part in [*SPACK_PARTS, *INVENTORY_PARTS]:
+    for part in [*SPACK_PARTS, *INVENTORY_PARTS, "reframe-tests/config/newsite.py"]:
         assert part in named, f"{part} not named in:\n{named}"
-    assert len(missing) == len(SPACK_PARTS) + len(INVENTORY_PARTS)
+    assert len(missing) == len(SPACK_PARTS) + len(INVENTORY_PARTS) + 1
     assert "newsite" in site_facts.reframe_systems()
 
 
@@ -143,7 +141,7 @@ def test_cray_ex_serial_nodes_are_shared_data_analysis_nodes():
     assert serial.slurm_access() == ["--partition=serial", "--qos=serial", "--mem=16G"]
     assert serial.reframe_processor()["num_cpus"] == 8
     assert serial.hostnames == ("dvn\\d+",)
-    jobs_at_once = 4    # reframe-tests/config/iostack.py: the serial partition's max_jobs
+    jobs_at_once = 4    # reframe-tests/iostack_rfm/config.py: the serial partition's max_jobs
     assert jobs_at_once * serial.slurm["cpus"] <= 32
     assert jobs_at_once * int(serial.slurm["mem"].rstrip("G")) <= 125
 

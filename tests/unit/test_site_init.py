@@ -38,9 +38,11 @@ def cluster():
 @pytest.fixture
 def repo_copy(monkeypatch, tmp_path):
     """The trees site init writes into, copied, with every path pointing there."""
-    for tree in ("sites", "spack-env", "ansible/inventories"):
-        shutil.copytree(paths.REPO / tree, tmp_path / tree, symlinks=True)
+    for tree in ("sites", "spack-env", "ansible/inventories", "reframe-tests/config"):
+        shutil.copytree(paths.REPO / tree, tmp_path / tree, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(paths, "REPO", tmp_path)
+    monkeypatch.setattr(paths, "REFRAME_DIR", tmp_path / "reframe-tests")
     monkeypatch.setattr(sites, "FACTS", tmp_path / "sites")
     monkeypatch.setattr(paths, "SPACK_ENV_SITES", tmp_path / "spack-env" / "sites")
     monkeypatch.setattr(paths, "ANSIBLE_INVENTORIES", tmp_path / "ansible" / "inventories")
@@ -163,11 +165,13 @@ def test_facts_that_do_not_validate_write_nothing(trixie, repo_copy):
 
 def test_the_reframe_configuration_builds_the_new_sites_system(trixie, repo_copy, monkeypatch,
                                                                 tmp_path):
-    """No edit of reframe-tests/config/iostack.py: the facts make the system."""
+    """The facts make the system: site init writes reframe-tests/config/<site>.py, which only
+    builds it from them."""
     import test_reframe_config
 
     siteinit.write(trixie, siteinit.site_files(trixie))
     assert "trixie-node" in sites.reframe_systems()
+    assert (repo_copy / "reframe-tests" / "config" / "trixie-node.py").is_file()
     config = test_reframe_config.load_config(monkeypatch, tmp_path / "state")
     system = test_reframe_config.systems(config)["trixie-node"]
     (partition,) = system["partitions"]

@@ -48,11 +48,16 @@ LIB = REPO / "lib"
 SPACK_ENV_SITES = REPO / "spack-env" / "sites"
 ANSIBLE_INVENTORIES = REPO / "ansible" / "inventories"
 REFRAME_DIR = REPO / "reframe-tests"
-REFRAME_CONFIG = REFRAME_DIR / "config" / "iostack.py"
 META_MODULES = REPO / "modulefiles"
 #: programs of ours the ReFrame checks build: the benchmarks (src/) and the checks' helpers
 SRC = REPO / "src"
 RFM_SRC = REFRAME_DIR / "src"
+
+
+def reframe_config(site: str) -> pathlib.Path:
+    """The ReFrame configuration of a site's systems (generated from its facts:
+    iostack.site.generate)."""
+    return REFRAME_DIR / "config" / f"{site}.py"
 
 
 def job_pythonpath() -> str:

@@ -42,6 +42,7 @@ from iostack.core.errors import Failed, IostackError
 from iostack.core.settings import Settings
 from iostack.core.process import capture, run
 from iostack.site import facts as sites
+from iostack.site import generate
 from iostack.site import packages as syspkgs
 from iostack.spack import runner
 
@@ -636,6 +637,9 @@ def write(findings: Findings, files: dict[str, str]) -> list[str]:
                 else:
                     target.unlink()
             raise
+        sites.load.cache_clear()
+        # ReFrame's configuration of its systems, generated from the facts now in place
+        entries += [g.shown for g in generate.write(name)]
         return entries
     finally:
         shutil.rmtree(stage, ignore_errors=True)

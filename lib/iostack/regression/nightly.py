@@ -70,7 +70,7 @@ _NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCross
                       "NetcdfOutputCheck", "NodeHardwareCheck", "OpenFOAMPitzDailyCheck",
                       "OpenIFSOutputCheck", "OpenifsCheck", "PitzDailyInterNodeCheck",
                       "StackSmokeCheck"})
-#: The ReFrame modes of reframe-tests/config/iostack.py (same names; a test keeps the two
+#: The ReFrame modes of reframe-tests/iostack_rfm/config.py (same names; a test keeps the two
 #: and the checks that exist in step): what each must load, and its wall-clock bound.
 MODES = {
     # a release's regression before it becomes current (`bin/iostack deploy`): correctness
@@ -84,7 +84,7 @@ MODES = {
                                           "HpcMotorbikeStorageCheck",
                                           "NetcdfOutputScalingCheck"}),
 }
-WHERE_MODES = ("reframe-tests/config/iostack.py `modes` (their checks and bounds: "
+WHERE_MODES = ("reframe-tests/iostack_rfm/config.py `modes` (their checks and bounds: "
                "lib/iostack/regression/nightly.py MODES)")
 
 
@@ -165,16 +165,17 @@ def preflight(target: Target, mode: str, env=None) -> None:
     (A check of the system's nodes, the health gate's, is looked for later.)"""
     site, system = target.site, target.reframe_system
     listing = reframe.list_checks(target, mode, env_extra=env)
-    config = paths.REFRAME_CONFIG.relative_to(paths.REPO)
+    config = target.reframe_config.relative_to(paths.REPO)
     if "requested system" in listing.error:
-        known = ", ".join(facts.reframe_systems())
+        known = ", ".join(facts.reframe_systems(site))
         whose = f"site {site} has no ReFrame system {system!r}" if system == site else \
-            f"ReFrame system {system!r} is not defined"
-        raise IostackError(f"{whose}: systems are defined in {config} `systems` ({known}); "
-                           "nothing was run")
+            f"ReFrame system {system!r} is not one of site {site}'s"
+        raise IostackError(f"{whose}: {config} defines the systems sites/{site}.yaml lists "
+                           f"({known}); nothing was run")
     if "invalid mode" in listing.error:
-        raise IostackError(f"mode {mode!r} is not defined in {config} `modes`, though "
-                           "lib/iostack/regression/nightly.py MODES has it; nothing was run")
+        raise IostackError(f"mode {mode!r} is not defined in {WHERE_MODES.split(' (')[0]}, "
+                           "though lib/iostack/regression/nightly.py MODES has it; nothing "
+                           "was run")
     if listing.rc != 0 or listing.error:
         raise IostackError("ReFrame refused to start: "
                            f"{listing.error or f'exit code {listing.rc}'}; nothing was run")

@@ -100,7 +100,7 @@ def require_known_version(settings: Settings) -> None:
 
 def command(target: Target, mode=None) -> list:
     exe = executable(target.settings)
-    cmd = [exe, "-C", paths.REFRAME_CONFIG, "--system", target.reframe_system,
+    cmd = [exe, "-C", target.reframe_config, "--system", target.reframe_system,
            "--prefix", target.state_dir]
     return cmd + (["--mode", mode] if mode else [])
 

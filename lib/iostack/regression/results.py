@@ -26,7 +26,7 @@ ALL_TIME = "19700101T0000+0000:now"
 def stored_sessions(target: Target, period: str = ALL_TIME) -> list[dict]:
     """Sessions of the target's results DB (oldest first), as ReFrame describes them."""
     exe = target.settings.venv / "bin" / "reframe"
-    cmd = [str(exe), "-C", str(paths.REFRAME_CONFIG), "--system", target.reframe_system,
+    cmd = [str(exe), "-C", str(target.reframe_config), "--system", target.reframe_system,
            "--describe-stored-sessions", period]
     proc = capture(cmd, env_extra=reframe.environment(target))
     if proc.returncode != 0:
@@ -41,7 +41,7 @@ def stored_sessions(target: Target, period: str = ALL_TIME) -> list[dict]:
 def is_stored(target: Target, uuid: str) -> bool:
     """Whether the target's results DB holds session `uuid` (an unreadable DB: no)."""
     exe = target.settings.venv / "bin" / "reframe"
-    proc = capture([str(exe), "-C", str(paths.REFRAME_CONFIG), "--system",
+    proc = capture([str(exe), "-C", str(target.reframe_config), "--system",
                     target.reframe_system, "--describe-stored-sessions", uuid],
                    env_extra=reframe.environment(target))
     try:
@@ -80,7 +80,7 @@ def comparison_command(target: Target, sessions: list[dict], period: str = ALL_T
     # evaluates it on each session's session_info)
     spec = (f"{info['uuid']}/{period}?time_start_unix < {info['time_start_unix']!r}"
             "/median:/+psamples")
-    return [str(target.settings.venv / "bin" / "reframe"), "-C", str(paths.REFRAME_CONFIG),
+    return [str(target.settings.venv / "bin" / "reframe"), "-C", str(target.reframe_config),
             "--system", target.reframe_system, "--performance-compare", spec,
             "--table-format", "csv",
             "--table-format-delim", "\t", "--term-lhs", LATEST, "--term-rhs", EARLIER]
@@ -147,7 +147,7 @@ def store(target: Target, report_path: pathlib.Path) -> str:
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise Failed(f"{report_path} is not a ReFrame run report: {e}") from e
     proc = capture([target.settings.python, "-m", "iostack.regression.storage",
-                    str(paths.REFRAME_CONFIG), target.reframe_system, str(report_path)],
+                    str(target.reframe_config), target.reframe_system, str(report_path)],
                    env_extra=reframe.environment(target))
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines()

@@ -347,26 +347,11 @@ def ansible_sites():
                   if p.is_dir() and p.name != "common")
 
 
-def reframe_systems():
-    """System names in the ReFrame configuration, read without importing ReFrame."""
-    import ast
-
-    tree = ast.parse(paths.REFRAME_CONFIG.read_text())
-    systems: list[str] = []
-    # the sites it does not write a system for get one from their facts, named like the site
-    written = next((ast.literal_eval(node.value) for node in tree.body
-                    if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "")
-                    == "_WRITTEN_HERE"), None)
-    if written is not None:
-        systems += [site for site in names() if site not in written]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Dict):
-            keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
-            if "name" in keys and "partitions" in keys:
-                value = node.values[keys.index("name")]
-                if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                    systems.append(value.value)
-    return sorted(systems)
+def reframe_systems(site: str | None = None) -> list[str]:
+    """The ReFrame systems of a site (every site's, without one), as its facts list them:
+    its ReFrame configuration (reframe-tests/config/<site>.py) defines exactly these."""
+    sites = [site] if site else names()
+    return sorted(s for name in sites for s in load(name).systems)
 
 
 def check_site(site: str) -> str:

@@ -74,6 +74,11 @@ class Target:
         return self.system or self.site
 
     @property
+    def reframe_config(self) -> pathlib.Path:
+        """ReFrame's configuration of the site's systems."""
+        return paths.reframe_config(self.site)
+
+    @property
     def tree(self) -> pathlib.Path:
         """The tree the command works in: the release, else the root."""
         return self.release or self.root
