@@ -31,6 +31,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -112,15 +113,26 @@ def numa_layout(sysfs: pathlib.Path) -> dict:
             "smt_active": _read(sysfs / "devices/system/cpu/smt/active")}
 
 
+#: where Debian keeps the admin's tools (blkid), which a user's PATH lacks (/usr/sbin, /sbin)
+SYSTEM_TOOLS = "/usr/sbin:/sbin"
+
+
+def _tool(name: str) -> str:
+    """A system tool by its path: on PATH, else where the system keeps it (a job of a user
+    whose PATH has no sbin still finds blkid)."""
+    return shutil.which(name, path=f"{os.environ.get('PATH', '')}:{SYSTEM_TOOLS}") or name
+
+
 def _findmnt(mount: str) -> dict:
-    p = subprocess.run(["findmnt", "-J", "-n", "--mountpoint", mount, "-o",
+    p = subprocess.run([_tool("findmnt"), "-J", "-n", "--mountpoint", mount, "-o",
                         "SOURCE,FSTYPE,OPTIONS"], capture_output=True, text=True)
     found = json.loads(p.stdout).get("filesystems", []) if p.returncode == 0 else []
     return found[0] if found else {}
 
 
 def _blkid(device: str) -> dict:
-    p = subprocess.run(["blkid", "-p", "-o", "export", device], capture_output=True, text=True)
+    p = subprocess.run([_tool("blkid"), "-p", "-o", "export", device], capture_output=True,
+                       text=True)
     return dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
 
 

@@ -265,3 +265,16 @@ def test_an_rdma_link_that_is_not_active_is_named(tmp_path):
     assert nodestate.mismatches("hpc-node-1", facts, nodestate.hardware(facts)) == [
         "hpc-node-1: RDMA link mlx5_9 port 1 is absent (physical state absent), inventory "
         "says it carries MPI"]
+
+
+def test_the_system_tools_are_found_without_sbin_on_path(monkeypatch):
+    """A job of a user (the nightly's service account) has no /usr/sbin on PATH, where
+    Debian keeps blkid: the hardware check still finds it."""
+    import shutil
+
+    from iostack_rfm import nodestate
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    found = nodestate._tool("blkid")
+    assert found == shutil.which("blkid", path=nodestate.SYSTEM_TOOLS) or found == "blkid"
+    assert found.startswith("/") or shutil.which("blkid", path=nodestate.SYSTEM_TOOLS) is None
