@@ -264,7 +264,7 @@ def test_deploy_from_the_buildcache_refuses_a_lock_that_leaves_specs_to_concreti
     print(p.stdout[-3000:], p.stderr[-3000:])
     errors = [line for line in p.stderr.splitlines() if line.startswith("iostack: error:")]
     assert p.returncode == 1 and errors == [
-        "iostack: error: site local's spack.lock does not fix every spec of its spack.yaml, so "
+        "iostack: error: local's spack.lock does not fix every spec of its spack.yaml, so "
         "Spack concretized again; a deploy from a build cache installs the lock as it is: "
         "`bin/iostack lock --update local`, commit, build and push again"]
     assert "Traceback" not in p.stderr and installed_prefixes(short_root) == []

@@ -3,7 +3,6 @@ the Ansible inventory of each site agree with them (the ReFrame systems read the
 tests/unit/test_reframe_config.py); and a new facts file without its other parts fails here,
 each message naming a part that is missing."""
 import pathlib
-import re
 import shutil
 
 import pytest
@@ -279,128 +278,13 @@ def test_the_cli_refuses_a_site_whose_facts_are_wrong(monkeypatch, tmp_path, cap
     assert err.startswith("iostack: error: ") and err.count("\n") == 1
 
 
-# ---- the Spack site against the facts ----------------------------------------------------
-
-def _tokens(spec: str) -> set[str]:
-    return set(spec.split())
-
-
-def spack_disagreements(site: str) -> list[str]:
-    """Where spack-env/sites/<site>/packages.yaml says otherwise than the facts."""
-    facts = site_facts.load(site)
-    where = f"spack-env/sites/{site}/packages.yaml"
-    packages = yaml.safe_load((paths.SPACK_ENV_SITES / site / "packages.yaml").read_text())["packages"]
-    required = set().union(*(_tokens(r) for r in packages.get("all", {}).get("require", [])
-                             if isinstance(r, str)))
-    problems = []
-    wanted = [f"target={facts.target}"]
-    externals = [(name, e["spec"]) for name, entry in packages.items()
-                 for e in (entry or {}).get("externals", [])]
-    if facts.scheduler == "slurm":
-        # a cluster's lock is written elsewhere (CI): every node must name the cluster's OS
-        # (externals get the host's otherwise), and the libc the cluster's compilers target is
-        # declared (`spack offsite`, spack-ext/spack-iostack)
-        wanted.append(f"os={facts.os}")
-        libcs = [spec for name, spec in externals if name in ("glibc", "musl")]
-        if [spec.split()[0] for spec in libcs] != [facts.libc]:
-            problems.append(f"{where}: the libc externals are {libcs}; declare the facts' "
-                            f"{facts.libc} (os={facts.os}), non-buildable, as the only one")
-        node = {f"os={facts.os}", f"target={facts.target}"}
-        problems += [f"{where}: external {spec!r} does not say {' '.join(sorted(node))}"
-                     for _, spec in externals if not node <= _tokens(spec)]
-    problems += [f"{where}: all: require lacks {w} (sites/{site}.yaml)"
-                 for w in wanted if w not in required]
-    # a Cray system has several gcc modules: an unversioned %gcc matches them all
-    problems += [f"{where}: external {spec!r} names a compiler without its version"
-                 for _, spec in externals
-                 for t in _tokens(spec) if t.startswith("%") and "@" not in t]
-    problems += pe_disagreements(site, facts, externals)
-    return problems
-
-
-def pe_disagreements(site, facts, externals) -> list[str]:
-    """Where the Spack site says otherwise than the facts' programming environment: each
-    PrgEnv's compiler is an external and is what the toolchain of that PrgEnv (spack.yaml)
-    requires; the release's MPI and LibSci are the externals, one per compiler."""
-    pe = facts.programming_environment
-    if not pe:
-        return []
-    where = f"spack-env/sites/{site}"
-    env = yaml.safe_load((paths.SPACK_ENV_SITES / site / "spack.yaml").read_text())["spack"]
-    toolchains = env.get("toolchains", {})
-    compilers = [e["compiler"] for e in pe["prgenvs"].values()]
-    problems = []
-    for prgenv, entry in pe["prgenvs"].items():
-        compiler = entry["compiler"]
-        if not any(spec.split()[0] == compiler for _, spec in externals):
-            problems.append(f"{where}/packages.yaml: no compiler external {compiler} "
-                            f"({prgenv} of sites/{site}.yaml)")
-        toolchain = toolchains.get(prgenv.lower(), [])
-        wanted = {f"%{lang}={compiler}" for lang in ("c", "cxx", "fortran")}
-        if {t["spec"] for t in toolchain} != wanted:
-            problems.append(f"{where}/spack.yaml: toolchain {prgenv.lower()} is "
-                            f"{[t['spec'] for t in toolchain]}, the facts' {prgenv} is {compiler}")
-    for kind in ("mpi", "libsci"):
-        name = pe[kind].split("@")[0]
-        found = sorted(spec for n, spec in externals if n == name)
-        want = sorted(f"{pe[kind]} %{c}" for c in compilers)
-        if [" ".join(t for t in spec.split() if not t.startswith(("os=", "target=")))
-                for spec in found] != want:
-            problems.append(f"{where}/packages.yaml: the {name} externals are {found}; the facts' "
-                            f"release has {pe[kind]}, one for each of {compilers}")
-    return problems
-
-
-@pytest.mark.parametrize("site", site_facts.names())
-def test_spack_site_agrees_with_the_facts(site):
-    assert spack_disagreements(site) == []
-
-
-def test_a_new_sites_packages_yaml_is_checked_against_its_facts(monkeypatch, tmp_path):
-    facts = yaml.safe_load((site_facts.FACTS / "oci-bm-optimized3.yaml").read_text())
-    (tmp_path / "newsite.yaml").write_text(yaml.safe_dump({**facts, "name": "newsite"}))
-    monkeypatch.setattr(site_facts, "FACTS", tmp_path)
-    (tmp_path / "newsite").mkdir()
-    (tmp_path / "newsite" / "packages.yaml").write_text(
-        "packages:\n  all:\n    require: [target=icelake]\n")
-    monkeypatch.setattr(paths, "SPACK_ENV_SITES", tmp_path)
-    assert spack_disagreements("newsite") == [
-        "spack-env/sites/newsite/packages.yaml: the libc externals are []; declare the facts' "
-        "glibc@2.28 (os=ol8), non-buildable, as the only one",
-        "spack-env/sites/newsite/packages.yaml: all: require lacks os=ol8 "
-        "(sites/newsite.yaml)"]
-
-
-def test_a_spack_site_of_another_cpe_release_than_the_facts_is_named(monkeypatch, tmp_path):
-    """CCE 15 and CPE 22.12's libraries in the Spack site, CPE 23.09 in the facts."""
-    shutil.copytree(paths.SPACK_ENV_SITES / "cray-ex", tmp_path / "cray-ex")
-    for name in ("packages.yaml", "spack.yaml"):
-        f = tmp_path / "cray-ex" / name
-        f.write_text(f.read_text().replace("cce@16.0.1", "cce@15.0.0")
-                     .replace("cray-mpich@8.1.27", "cray-mpich@8.1.23"))
-    monkeypatch.setattr(paths, "SPACK_ENV_SITES", tmp_path)
-    problems = spack_disagreements("cray-ex")
-    assert [p.split(":")[0] for p in problems] == [
-        "spack-env/sites/cray-ex/packages.yaml", "spack-env/sites/cray-ex/spack.yaml",
-        "spack-env/sites/cray-ex/packages.yaml", "spack-env/sites/cray-ex/packages.yaml"], problems
-    assert "no compiler external cce@16.0.1 (PrgEnv-cray of sites/cray-ex.yaml)" in problems[0]
-    assert "the facts' release has cray-mpich@8.1.27" in problems[2]
-    # the LibSci externals name a compiler (CCE 15) the facts do not have
-    assert "the facts' release has cray-libsci@23.09.1.1" in problems[3]
-
-
-def test_a_spack_site_that_says_another_os_or_libc_is_named(monkeypatch, tmp_path):
-    shutil.copytree(paths.SPACK_ENV_SITES / "cray-ex", tmp_path / "cray-ex")
-    f = tmp_path / "cray-ex" / "packages.yaml"
-    f.write_text(f.read_text().replace("glibc@2.31 os=sles15", "glibc@2.36 os=sles15")
-                 .replace("os=sles15 target=zen2 %gcc@11.2.0", "os=debian12 target=zen2 %gcc"))
-    monkeypatch.setattr(paths, "SPACK_ENV_SITES", tmp_path)
-    problems = "\n".join(spack_disagreements("cray-ex"))
-    assert "glibc@2.36" in problems and "declare the facts' glibc@2.31" in problems
-    assert "does not say os=sles15 target=zen2" in problems and "without its version" in problems
-
-
-# ---- the Ansible inventory against the facts ---------------------------------------------
+# ---- what the generated trees cannot say: choices checked against the facts -------------
+#
+# Every fact the Spack site and the inventory hold is generated from the facts
+# (iostack.site.generate; tests/unit/test_site_generated.py compares). What remains are the
+# hand-written choices that must fit the facts: where the stack is installed, which
+# directories get Lustre striping, which NPS a node shape offers, and that a template
+# covers every node group the facts give a BMC.
 
 BIOS_DEFAULTS = yaml.safe_load((paths.REPO / "ansible/roles/bios/defaults/main.yml").read_text())
 
@@ -441,56 +325,23 @@ def _inventory(site):
     return groups, variables
 
 
-def inventory_disagreements(site: str) -> list[str]:
-    """Where ansible/inventories/<site> says otherwise than the facts."""
+def choice_problems(site: str) -> list[str]:
+    """Where the inventory's own choices do not fit the facts."""
     facts = site_facts.load(site)
     where = f"ansible/inventories/{site}"
     groups, variables = _inventory(site)
     problems = []
-    for host in {h for hosts, _ in groups.values() for h in hosts}:
-        if not any(re.fullmatch(p, host) for p in facts.hostnames):
-            problems.append(f"{where}: host {host} matches none of the facts' hostnames "
-                            f"{facts.hostnames}")
     for name, nodes in facts.nodes.items():
         if nodes.bmc is None:
             continue
         group = name.replace("-", "_")  # Ansible group names cannot have '-'
         if group not in groups:
             problems.append(f"{where}: no group {group} (hosts of nodes/{name}: {nodes.hosts})")
-            continue
-        hosts = _hosts(nodes.hosts)
-        if sorted(groups[group][0]) != sorted(hosts):
-            problems.append(f"{where}: group {group} has {groups[group][0]}, facts {hosts}")
-        got = variables(group)
-        want = {"bios_method": nodes.bmc["method"], "bios_smt": nodes.smt, "bios_nps": nodes.nps,
-                "bios_shape": nodes.bmc.get("shape")}
-        if nodes.bmc["method"] == "redfish":
-            # the role picks BIOS attribute names by CPU vendor
-            want["bios_cpu_vendor"] = (nodes.cpu or {}).get("vendor")
-            want["bios_bmc_address"] = nodes.bmc["address"].replace(
-                "{host}", "{{ inventory_hostname }}")
         shape_nps = BIOS_DEFAULTS["bios_shape_nps"].get(nodes.bmc.get("shape"))
         if shape_nps is not None and nodes.nps not in shape_nps:
             problems.append(f"sites/{site}.yaml: nodes/{name}: NPS{nodes.nps} is not one the "
                             f"{nodes.bmc['shape']} shape offers ({shape_nps})")
-        fs = facts.file_system_of(nodes.scratch) if nodes.scratch else None
-        if fs and fs["type"] == "nvme":
-            want["nvme_scratch_mount"] = fs["mount"]
-        if nodes.rdma:
-            # the port the hardware check (and the nightly's health gate) wants ACTIVE
-            want.update(rdma_device=nodes.rdma["device"], rdma_port=nodes.rdma["port"])
-        for var, value in want.items():
-            if value is not None and got.get(var) != value:
-                problems.append(f"{where}: {group}: {var} is {got.get(var)!r}, the facts say "
-                                f"{value!r} (nodes/{name})")
     site_vars = variables("deploy")
-    if site_vars.get("iostack_site") != site:
-        problems.append(f"{where}: iostack_site is {site_vars.get('iostack_site')!r}")
-    account = (facts.account or {}).get("name")
-    if site_vars.get("iostack_account") != account:
-        problems.append(f"{where}: iostack_account (the nightly timer's --account) is "
-                        f"{site_vars.get('iostack_account')!r}, the facts' account.name "
-                        f"{account!r}")
     root = str(site_vars.get("iostack_root", ""))
     if facts.scheduler == "slurm":
         # every node a job runs on loads the stack from there
@@ -498,57 +349,37 @@ def inventory_disagreements(site: str) -> list[str]:
             if nodes.slurm and not (facts.file_system_of(root, name) or {}).get("shared"):
                 problems.append(f"{where}: iostack_root {root} is on no shared file system "
                                 f"the facts' nodes/{name} mount")
-    problems += lmod_disagreements(site, facts, site_vars, root)
     for entry in site_vars.get("lustre_striping_dirs", []):
         if (facts.file_system_of(entry["path"]) or {}).get("type") != "lustre":
             problems.append(f"{where}: lustre_striping_dirs {entry['path']} is on no Lustre "
                             "file system of the facts")
+    # a Cray system has several gcc modules: an unversioned %gcc external matches them all
+    packages = yaml.safe_load((paths.SPACK_ENV_SITES / site / "packages.yaml").read_text())
+    problems += [f"spack-env/sites/{site}/packages.yaml: external {e['spec']!r} names a "
+                 "compiler without its version"
+                 for entry in packages["packages"].values() for e in (entry or {}).get("externals", [])
+                 for t in e["spec"].split() if t.startswith("%") and "@" not in t]
     return problems
 
 
-def lmod_disagreements(site, facts, site_vars, root) -> list[str]:
-    """The lmod role's custom compiler paths: on a site with a vendor PE, each PrgEnv whose
-    compiler is not Spack's core compiler has its Lmod level point at that compiler's level
-    of the current release's tree, and nothing else."""
-    pe = facts.programming_environment
-    lmod = yaml.safe_load((paths.SPACK_ENV_SITES / site / "modules.yaml").read_text())
-    core = set(lmod["modules"]["default"]["lmod"].get("core_compilers", []))
-    want = {} if not pe else {
-        e["lmod_compiler"]: f"{root}/current/modulefiles/{e['compiler'].replace('@', '/')}"
-        for e in pe["prgenvs"].values() if e["compiler"] not in core}
-    got = {k: str(v).replace("{{ iostack_root }}", root)
-           for k, v in (site_vars.get("lmod_custom_compiler_paths") or {}).items()}
-    if got != want:
-        return [f"ansible/inventories/{site}: lmod_custom_compiler_paths is {got}, the facts' "
-                f"non-core compiler levels give {want}"]
-    return []
-
-
 @pytest.mark.parametrize("site", site_facts.names())
-def test_inventory_agrees_with_the_facts(site):
-    assert inventory_disagreements(site) == []
+def test_the_sites_own_choices_fit_its_facts(site):
+    assert choice_problems(site) == []
 
 
-def test_an_inventory_that_differs_from_the_facts_is_named(monkeypatch, tmp_path):
+def test_choices_that_do_not_fit_are_named(monkeypatch, tmp_path):
     shutil.copytree(paths.ANSIBLE_INVENTORIES, tmp_path, symlinks=True, dirs_exist_ok=True)
-    f = tmp_path / "cray-ex" / "group_vars" / "compute.yml"
-    f.write_text(f.read_text().replace("bios_nps: 4", "bios_nps: 1"))
-    hosts = tmp_path / "oci-bm-optimized3" / "hosts.yml"
-    hosts.write_text(hosts.read_text().replace("hpc-node-[3:4]", "hpc-node-[3:5]"))
     site = tmp_path / "cray-ex" / "group_vars" / "all" / "10-site.yml"
-    site.write_text(site.read_text().replace("cce/16.0.1", "cce/15.0.0")
-                    .replace("iostack_root: /work/", "iostack_root: /home/"))
+    site.write_text(site.read_text().replace("iostack_root: /work/", "iostack_root: /home/")
+                    .replace("path: /work/x01/x01/openifs/output\n",
+                             "path: /home/x01/openifs/output\n"))
     monkeypatch.setattr(paths, "ANSIBLE_INVENTORIES", pathlib.Path(tmp_path))
     monkeypatch.setitem(BIOS_DEFAULTS["bios_shape_nps"], "BM.Optimized3.36", [1])
-    assert inventory_disagreements("cray-ex") == [
-        "ansible/inventories/cray-ex: compute: bios_nps is 1, the facts say 4 (nodes/compute)",
+    assert choice_problems("cray-ex") == [
         "ansible/inventories/cray-ex: iostack_root /home/x01/shared/iostack is on no shared "
         "file system the facts' nodes/compute mount",
-        "ansible/inventories/cray-ex: lmod_custom_compiler_paths is {'crayclang/14.0': "
-        "'/home/x01/shared/iostack/current/modulefiles/cce/15.0.0'}, the facts' non-core compiler "
-        "levels give {'crayclang/14.0': '/home/x01/shared/iostack/current/modulefiles/cce/16.0.1'}"]
-    assert inventory_disagreements("oci-bm-optimized3") == [
-        "ansible/inventories/oci-bm-optimized3: group compute_nps2 has "
-        "['hpc-node-3', 'hpc-node-4', 'hpc-node-5'], facts ['hpc-node-3', 'hpc-node-4']",
+        "ansible/inventories/cray-ex: lustre_striping_dirs /home/x01/openifs/output is on no "
+        "Lustre file system of the facts"]
+    assert choice_problems("oci-bm-optimized3") == [
         "sites/oci-bm-optimized3.yaml: nodes/compute-nps2: NPS2 is not one the "
         "BM.Optimized3.36 shape offers ([1])"]

@@ -14,6 +14,7 @@ from iostack.core import paths
 from support import targets
 from iostack.offline import siteinit
 from iostack.site import facts as sites
+from iostack.site import generate
 
 DATA = pathlib.Path(__file__).parent.parent / "data" / "site-init"
 
@@ -87,7 +88,8 @@ def test_debian_13s_externals_and_their_packages(trixie):
 
 def test_debian_13s_spack_site(trixie):
     packages = yaml.safe_load(siteinit.packages_yaml(trixie))["packages"]
-    assert packages["all"] == {"require": ["target=x86_64_v4"]}
+    # the template's target is the facts' (generated when the site is written)
+    assert packages["all"] == {"require": ["target=[[ facts.target ]]"]}
     assert (packages["mpi"], packages["c"], packages["pkgconfig"], packages["yacc"]) == (
         {"require": "openmpi"}, {"require": "gcc"}, {"require": "pkgconf"}, {"require": "bison"})
     (gcc,) = packages["gcc"]["externals"]
@@ -114,8 +116,15 @@ def test_the_summary_names_what_was_found(trixie):
 def test_the_written_site_agrees_with_itself_as_every_site_must(trixie, repo_copy):
     siteinit.write(trixie, siteinit.site_files(trixie))
     assert sites.load("trixie-node").os == "debian13"
-    assert test_site_facts.spack_disagreements("trixie-node") == []
-    assert test_site_facts.inventory_disagreements("trixie-node") == []
+    # generated from its templates with the facts, as every committed site is
+    assert generate.stale("trixie-node") == []
+    assert test_site_facts.choice_problems("trixie-node") == []
+    packages = yaml.safe_load(
+        (paths.SPACK_ENV_SITES / "trixie-node" / "packages.yaml").read_text())["packages"]
+    assert packages["all"] == {"require": ["target=x86_64_v4"]}
+    site_vars = yaml.safe_load((repo_copy / "ansible/inventories/trixie-node/group_vars/all/"
+                                "10-site.yml").read_text())
+    assert site_vars["iostack_site"] == "trixie-node"
     # all that a site needs but the lock, which `bin/iostack lock --update` makes
     assert test_site_facts.what_is_missing("trixie-node") == [
         "trixie-node: no spack-env/sites/trixie-node/spack.lock (run `bin/iostack lock "
@@ -203,10 +212,16 @@ def test_slurm_partitions_become_node_groups(cluster):
 
 def test_a_cluster_site_says_os_target_and_libc_on_every_external(cluster, repo_copy):
     siteinit.write(cluster, siteinit.site_files(cluster))
-    assert test_site_facts.spack_disagreements("clusternode") == []
+    facts = sites.load("clusternode")
+    packages = yaml.safe_load(
+        (paths.SPACK_ENV_SITES / "clusternode" / "packages.yaml").read_text())["packages"]
+    node = f"os={facts.os} target={facts.target}"
+    specs = [e["spec"] for entry in packages.values() for e in entry.get("externals", [])]
+    assert packages["all"] == {"require": [node]} and f"{facts.libc} {node}" in specs
+    assert specs and all(spec.endswith(node) for spec in specs)
     # the repository is on the node's own disk: the inventory check names it, as the
     # summary's warning does
-    assert test_site_facts.inventory_disagreements("clusternode") == [
+    assert test_site_facts.choice_problems("clusternode") == [
         f"ansible/inventories/clusternode: iostack_root {repo_copy}/deploy/clusternode is on "
         f"no shared file system the facts' nodes/{group} mount"
         for group in ("compute-nps1", "compute-nps2")]
@@ -277,7 +292,7 @@ def test_a_new_site_builds_locals_stack_as_local_builds_it(trixie):
     spack_yaml = files["spack-env/sites/trixie-node/spack.yaml"]
     local = (paths.SPACK_ENV_SITES / "local" / "spack.yaml").read_text()
     assert spack_yaml.endswith(local[local.index("spack:"):])
-    packages = yaml.safe_load(files["spack-env/sites/trixie-node/packages.yaml"])["packages"]
+    packages = yaml.safe_load(files["spack-env/sites/trixie-node/packages.yaml.in"])["packages"]
     assert packages["multio"] == {"require": "@1.5.1"}
     assert packages["ecbuild"] == {"version": ["3.7.2"]}
     # the node's own choices stay its own: no provider of local's (OpenBLAS) is carried over

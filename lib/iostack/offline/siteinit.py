@@ -435,13 +435,14 @@ def packages_yaml(findings: Findings) -> str:
     found, _ = externals(findings)
     detected = findings.spack
     slurm = bool(findings.slurm)
-    # a cluster's lock names the nodes' OS and target on every node (tests/unit/test_site_facts.py)
-    node = f"os={detected['os']} target={detected['target']}"
-    require = [node if slurm else f"target={detected['target']}"]
+    # a template (packages.yaml.in): the node's OS, target and libc are the facts', which
+    # `bin/iostack site generate` puts in; a cluster's lock names them on every node
+    node = "os=[[ facts.os ]] target=[[ facts.target ]]"
+    require = [node if slurm else "target=[[ facts.target ]]"]
     packages: dict = {"all": {"require": require}}
     if slurm and detected.get("libc"):
         libc_name = detected["libc"].split("@")[0]
-        packages[libc_name] = {"externals": [{"spec": f"{detected['libc']} {node}",
+        packages[libc_name] = {"externals": [{"spec": f"[[ facts.libc ]] {node}",
                                               "prefix": "/usr"}], "buildable": False}
     compiler = system_compiler(found)
     by_package: dict[str, list[External]] = {}
@@ -512,7 +513,7 @@ def inventory_files(findings: Findings, data: dict) -> dict[str, str]:
     groups["deploy"] = {"hosts": {deploy_host: None}}
     hosts = ("---\n# Written by `bin/iostack site init`: the hosts of "
              f"sites/{name}.yaml.\n" + _yaml({"all": {"children": groups}}))
-    site_vars: dict[str, Any] = {"iostack_site": name}
+    site_vars: dict[str, Any] = {"iostack_site": "[[ facts.name ]]"}
     if not slurm:
         site_vars.update({"ansible_connection": "local",
                           "ansible_python_interpreter": "{{ ansible_playbook_python }}",
@@ -525,7 +526,7 @@ def inventory_files(findings: Findings, data: dict) -> dict[str, str]:
     site_vars["nvme_scratch_devices"] = []
     files = {
         f"ansible/inventories/{name}/hosts.yml": hosts,
-        f"ansible/inventories/{name}/group_vars/all/10-site.yml":
+        f"ansible/inventories/{name}/group_vars/all/10-site.yml.in":
             f"---\n# Site {name} (bin/iostack site init).\n" + _yaml(site_vars),
     }
     for group_name, group in data["nodes"].items():
@@ -542,7 +543,9 @@ COMMON_LINK = ("group_vars/all/00-common.yml", "../../../common/group_vars/all.y
 
 
 def site_files(findings: Findings, description: str | None = None) -> dict[str, str]:
-    """{path in the repository: content} of the new site."""
+    """{path in the repository: content} of the new site: its facts, and the templates
+    (`*.in`) `write` generates the Spack site's packages.yaml and the inventory's site
+    variables from, as every site's are."""
     name = findings.name
     data = facts(findings, description)
     return {
@@ -552,7 +555,7 @@ def site_files(findings: Findings, description: str | None = None) -> dict[str, 
                                "ReFrame system and the Ansible inventory\n# of the site read or "
                                "agree with these facts.\n" + _yaml(data)),
         f"spack-env/sites/{name}/spack.yaml": spack_yaml(findings),
-        f"spack-env/sites/{name}/packages.yaml": packages_yaml(findings),
+        f"spack-env/sites/{name}/packages.yaml.in": packages_yaml(findings),
         f"spack-env/sites/{name}/modules.yaml": modules_yaml(findings),
         **inventory_files(findings, data),
     }
@@ -638,7 +641,8 @@ def write(findings: Findings, files: dict[str, str]) -> list[str]:
                     target.unlink()
             raise
         sites.load.cache_clear()
-        # ReFrame's configuration of its systems, generated from the facts now in place
+        # ReFrame's configuration of its systems and the templates' files, generated from
+        # the facts now in place
         entries += [g.shown for g in generate.write(name)]
         return entries
     finally:

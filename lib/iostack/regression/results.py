@@ -14,7 +14,6 @@ import os
 import pathlib
 from typing import NamedTuple
 
-from iostack.core import paths
 from iostack.core.errors import Failed
 from iostack.core.process import capture
 from iostack.regression import reframe

@@ -9,7 +9,13 @@ the generated ones, never in them.
 
 Generated now:
 - reframe-tests/config/<site>.py: ReFrame's configuration of the site's systems
-  (iostack_rfm.config builds them from the facts when ReFrame loads it).
+  (iostack_rfm.config builds them from the facts when ReFrame loads it);
+- every file of spack-env/sites/<site>/ and ansible/inventories/<site>/ that has a template
+  beside it, `<file>.in` (packages.yaml.in, hosts.yml.in, group_vars/...): the template is
+  the hand-written part (Spack's and Ansible's own structure, what the facts do not say),
+  and every fact in it is a `[[ ... ]]` expression of the facts (`facts`, its
+  programming environment `pe`, the filter `version`: `cce@16.0.1` -> `16.0.1`). Spack and
+  Ansible read the generated file; neither reads a `.in` file.
 """
 from __future__ import annotations
 
@@ -70,9 +76,62 @@ def reframe_config(site: str) -> Generated:
     return Generated(path, text)
 
 
+#: where a site's templates are (each `<file>.in` makes `<file>`)
+TEMPLATE_TREES = ("spack-env/sites/{site}", "ansible/inventories/{site}")
+
+
+def _version(spec: str) -> str:
+    """The version of a spec (`cce@16.0.1` -> `16.0.1`)."""
+    return spec.split("@", 1)[1].split()[0]
+
+
+def _environment():
+    import jinja2
+
+    # [[ ]] and [% %]: the files are Spack's and Ansible's YAML, whose own `{{ }}` (Ansible's
+    # Jinja) passes through untouched
+    env = jinja2.Environment(variable_start_string="[[", variable_end_string="]]",
+                             block_start_string="[%", block_end_string="%]",
+                             comment_start_string="[#", comment_end_string="#]",
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             autoescape=False)
+    env.filters["version"] = _version
+    return env
+
+
+def templates(site: str) -> list[pathlib.Path]:
+    """The site's templates (`<file>.in`), in the trees that have them."""
+    found: list[pathlib.Path] = []
+    for tree in TEMPLATE_TREES:
+        top = paths.REPO / tree.format(site=site)
+        if top.is_dir():
+            found += sorted(p for p in top.rglob("*.in") if p.is_file())
+    return found
+
+
+def from_template(site: str, template: pathlib.Path) -> Generated:
+    """A file rendered from its template with the site's facts, under a header naming both."""
+    import jinja2
+
+    facts = site_facts.load(site)
+    source = template.read_text()
+    try:
+        text = _environment().from_string(source).render(facts=facts,
+                                                          pe=facts.programming_environment)
+    except jinja2.TemplateError as e:
+        raise GenerateError(f"{template.relative_to(paths.REPO)}: {e}") from None
+    shown = template.relative_to(paths.REPO)
+    header = _comment(HEADER.format(site=site).replace(
+        "(or the named hand-written file beside this one)", f"or {shown}"))
+    # YAML's document start stays the first line
+    if text.startswith("---\n"):
+        return Generated(template.with_suffix(""), "---\n" + header + text[4:])
+    return Generated(template.with_suffix(""), header + text)
+
+
 def generated(site: str) -> list[Generated]:
     """Every file generated from a site's facts."""
-    return [reframe_config(site)]
+    return [reframe_config(site), *(from_template(site, t) for t in templates(site))]
 
 
 def write(site: str) -> list[Generated]:
