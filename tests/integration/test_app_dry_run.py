@@ -122,9 +122,9 @@ def test_motorbike_storage_jobs_follow_oci_openfoam(dry_runs):
         assert "#SBATCH --ntasks=288" in s and "#SBATCH --ntasks-per-node=36" in s
         assert "#SBATCH --partition=nps2" in s
         assert 'writeInterval -set "10"' in s
-        # Oracle's placement, and PMIx: the stack's Slurm has MpiDefault=none [OCI-HPC-Stack]
-        assert "srun --cpu-bind=rank_ldom --distribution=block:cyclic --mpi=pmix simpleFoam " \
-            "-parallel" in s
+        # Oracle's placement; no --mpi: Oracle Japan's Slurm has MpiDefault=pmix [OCI-Tips-Slurm]
+        assert "srun --cpu-bind=rank_ldom --distribution=block:cyclic simpleFoam -parallel" in s
+        assert "--mpi=" not in s
     order = [nvme.index(f"name={step} ") for step in
              ("stage-in", "decompose", "fan-out", "potential", "solve", "collect", "stage-out")]
     assert order == sorted(order)

@@ -53,7 +53,8 @@ def deployment(tmp_path_factory):
         run_checks(tmp_path, REPORT_CHECKS,
                    ["-n", "TinyThroughputCheck" + ("|TinySmokeCheck" if day == 0 else ""),
                     *values(bw=bw, ratio=ratio), "--session-extras", f"site=local,commit={commit}",
-                    *releases.session_extras(tree)], name=f"night-{day}", root=tree)
+                    *releases.session_extras(tree)], name=f"night-{day}", root=root,
+                   release=tree)
     out = root / "reframe" / "report"
     assert report.main(targets.of(root), out) == 0
     return root, ids, out / "index.html"

@@ -34,6 +34,7 @@ from iostack.core import paths
 from iostack.deployment import deploy
 from iostack.site import facts as site_facts
 from iostack.spack import runner
+from iostack.site.target import SpackEnv
 from support import targets
 from support import cray_pe
 
@@ -86,7 +87,7 @@ def test_spack_builds_eckit_with_both_prgenvs_and_a_user_links_to_each(tmp_path,
     pe_root = tmp_path / "cray"
     pe = cray_pe.write(pe_root / "pe", SITE)
     root = tmp_path / "root"
-    env_dir = runner.deployed_env(SITE, root)
+    env_dir = runner.deployed_env(SpackEnv(SITE), root)
     on_this_machine(env_dir)
     log = tmp_path / "drivers.log"
     # the toolchain files, with the pre-seed of this machine's target: the x86-64 psABI and

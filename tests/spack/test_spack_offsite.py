@@ -7,6 +7,7 @@ import os
 import subprocess
 
 from iostack.spack import runner
+from iostack.site.target import SpackEnv
 from support import targets
 
 
@@ -20,7 +21,7 @@ def spack(root, *args, timeout=600):
 
 
 def test_offsite_runs_a_command_with_the_sites_declared_libc(tmp_path):
-    env_dir = runner.deployed_env("cray-ex", tmp_path)
+    env_dir = runner.deployed_env(SpackEnv("cray-ex"), tmp_path)
     p = spack(tmp_path, "-e", env_dir, "offsite", "config", "get", "config")
     assert p.returncode == 0
     assert "the site's compilers are taken to target its declared libc glibc@=2.31" in p.stdout + p.stderr
@@ -28,7 +29,7 @@ def test_offsite_runs_a_command_with_the_sites_declared_libc(tmp_path):
 
 
 def test_offsite_refuses_a_spack_it_was_not_written_for(tmp_path):
-    env_dir = runner.deployed_env("cray-ex", tmp_path)
+    env_dir = runner.deployed_env(SpackEnv("cray-ex"), tmp_path)
     script = tmp_path / "newer.py"
     # the command as a newer Spack would run it: only the version differs
     script.write_text("import spack, spack.main\n"

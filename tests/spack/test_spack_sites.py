@@ -11,6 +11,7 @@ import pytest
 
 from iostack.site import facts
 from iostack.spack import runner
+from iostack.site.target import SpackEnv
 from support import targets
 
 def spack_spec(env_dir: pathlib.Path, root: pathlib.Path, spec: str):
@@ -23,7 +24,7 @@ def spack_spec(env_dir: pathlib.Path, root: pathlib.Path, spec: str):
 
 
 def site_spec(site, spec, tmp_path):
-    return spack_spec(runner.deployed_env(site, tmp_path), tmp_path, spec)
+    return spack_spec(runner.deployed_env(SpackEnv.parse(site), tmp_path), tmp_path, spec)
 
 
 # (site, spec): variants of our recipes that no site's lock holds (what the locks hold, the
@@ -55,7 +56,7 @@ def test_openfoam_with_cce_is_refused_with_a_pointer_to_prgenv_gnu(tmp_path):
 
 def test_a_second_gcc_module_does_not_change_the_gnu_stack(tmp_path):
     """Cray systems have several gcc modules: the externals name theirs by version."""
-    env_dir = runner.deployed_env("cray-ex", tmp_path)
+    env_dir = runner.deployed_env(SpackEnv("cray-ex"), tmp_path)
     packages = env_dir / "packages.yaml"
     second_gcc = """    - spec: gcc@12.2.0 languages:='c,c++,fortran' os=sles15 target=zen2
       prefix: /opt/cray/pe/gcc/12.2.0
@@ -99,7 +100,7 @@ def test_cray_ex_modules_sit_at_the_level_of_their_prgenv(tmp_path):
     stack's in Core (gcc 11.2.0 is the core compiler), and no MPI level (cray-mpich is an
     external with no module of Spack's to open one). tests/integration/test_lmod_cray_pe.py
     loads a tree laid out so, under Lmod with stand-ins of HPE's PE modules."""
-    env_dir = runner.deployed_env("cray-ex", tmp_path)
+    env_dir = runner.deployed_env(SpackEnv("cray-ex"), tmp_path)
     script = tmp_path / "layout.py"
     script.write_text(LAYOUT)
     env = {**os.environ, **{k: str(v) for k, v in runner.environment(targets.settings(), tmp_path).items()}}

@@ -23,13 +23,14 @@ KEPT = DATA / "report"
 
 
 def run_checks(work: pathlib.Path, check_file: pathlib.Path, options=(), name="run-report",
-               root: pathlib.Path | None = None) -> dict:
+               root: pathlib.Path | None = None, release: pathlib.Path | None = None) -> dict:
     """A real `reframe -r` of `check_file` on system `local` with `options` (its session
-    stored in the results DB under `root`, default work/root); its JSON run report."""
+    stored in the results DB of deployment `root`, default work/root, testing `release` if
+    given); its JSON run report."""
     root = root or work / "root"
     report = work / f"{name}.json"
-    env = {**os.environ, "IOSTACK_RFM_REFERENCES": str(REFERENCES),
-           **{k: str(v) for k, v in reframe.environment(targets.of(root)).items()}}
+    target = targets.of(root, release=release, IOSTACK_RFM_REFERENCES=REFERENCES)
+    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(target).items()}}
     p = subprocess.run([str(targets.settings().venv / "bin" / "reframe"), "-C", str(paths.reframe_config("local")),
                         "--system", "local", "--prefix", str(work / "out" / name),
                         "-c", str(check_file), "-r", "--report-file", str(report), *options],
@@ -90,17 +91,24 @@ def kept_path(name: str) -> pathlib.Path:
     return DATA / f"{name}.json" if name == "run-report-tiny" else KEPT / f"{name}.json"
 
 
+def anonymous(text: str, work: pathlib.Path) -> str:
+    """A report as kept: this machine's checkout and work directory named by placeholders."""
+    return text.replace(str(work), "<work>").replace(str(paths.REPO), "<checkout>")
+
+
 def make_all(work: pathlib.Path) -> dict[pathlib.Path, str]:
     """Run every recipe (and the comparison) afresh: {kept file: what it would hold now}."""
     made: dict[pathlib.Path, str] = {}
     reports = {}
     for recipe in RECIPES:
         reports[recipe.name] = run_checks(work, recipe.check_file, recipe.options, recipe.name)
-        made[kept_path(recipe.name)] = json.dumps(reports[recipe.name], indent=1) + "\n"
+        made[kept_path(recipe.name)] = anonymous(json.dumps(reports[recipe.name], indent=1),
+                                                 work) + "\n"
     series = [reports[f"series-{night}"] for night in range(1, len(SERIES) + 1)]
-    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(targets.of(work / "root")).items()}}
+    target = targets.of(work / "root", IOSTACK_RFM_REFERENCES=REFERENCES)
+    env = {**os.environ, **{k: str(v) for k, v in reframe.environment(target).items()}}
     for name, sessions in ((COMPARISON, series), (FIRST_COMPARISON, [reports[RECIPES[0].name]])):
-        p = subprocess.run(results.comparison_command("local", sessions), capture_output=True,
+        p = subprocess.run(results.comparison_command(target, sessions), capture_output=True,
                            text=True, timeout=600, env=env)
         assert p.returncode == 0, p.stdout + p.stderr
         made[KEPT / name] = p.stdout

@@ -9,6 +9,7 @@ import pytest
 from iostack.core.settings import Settings
 from iostack.core import digest, paths
 from iostack.core.errors import IostackError
+from iostack.site.target import SpackEnv
 from iostack.spack import runner
 
 
@@ -28,7 +29,7 @@ def victim(tmp_path):
 def test_refreshing_the_environment_refuses_a_root_at_a_checkout(victim):
     before = digest.tree_sha256(victim)
     try:
-        runner.deployed_env("local", victim)
+        runner.deployed_env(SpackEnv("local"), victim)
         refused = None
     except IostackError as e:
         refused = str(e)
