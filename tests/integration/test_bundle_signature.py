@@ -17,6 +17,7 @@ import pytest
 
 from iostack.core import openpgp, paths, pins
 from iostack.offline import bundle, setup
+from support import targets
 from support.fixtures import shared_bundle
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="gpg not installed")
@@ -91,7 +92,7 @@ def args(b: pathlib.Path, keyring: list[pathlib.Path] = (), insecure: bool = Fal
 
 def refused(b, **kw) -> str:
     with pytest.raises(setup.SetupRefused) as e:
-        setup.bundle_given(args(b, **kw))
+        setup.bundle_given(targets.settings(), args(b, **kw))
     assert "\n" not in str(e.value)
     return str(e.value)
 
@@ -113,7 +114,7 @@ def pinned_release_key(keys, tmp_path, monkeypatch):
 
 def test_a_bundle_signed_by_the_pinned_release_key_is_accepted(tmp_path, keys, pinned_release_key):
     b = signed(make_bundle(tmp_path), keys)
-    source, voucher = setup.bundle_given(args(b))
+    source, voucher = setup.bundle_given(targets.settings(), args(b))
     assert source == b and voucher.signer == keys.fingerprint["release"]
     # the key the build cache is then trusted with is the signer's alone
     assert voucher.key() == openpgp.export(voucher.signer, keys.ring("release"))
@@ -122,14 +123,14 @@ def test_a_bundle_signed_by_the_pinned_release_key_is_accepted(tmp_path, keys, p
 def test_a_bundle_signed_by_a_key_in_the_keyring_the_admin_names_is_accepted(tmp_path, keys):
     b = signed(make_bundle(tmp_path), keys)
     (b / bundle.SIGNER_KEY).unlink()       # what the bundle carries is not needed
-    source, voucher = setup.bundle_given(args(b, keyring=[keys.public("release")]))
+    source, voucher = setup.bundle_given(targets.settings(), args(b, keyring=[keys.public("release")]))
     assert voucher.signer == keys.fingerprint["release"]
 
 
 def test_cis_unsigned_directory_bundle_is_checked_by_content_instead():
     """../shared/spack: the Spack archives (pins.json's tar_sha256) and a source mirror (the
     recipes' sha256), all checked by the checkout itself: no signature needed."""
-    source, voucher = setup.bundle_given(args(shared_bundle()))
+    source, voucher = setup.bundle_given(targets.settings(), args(shared_bundle()))
     assert voucher.signer is None and voucher.key() is None
     assert "needs no signature" in voucher.how
 
@@ -171,7 +172,7 @@ def test_an_unsigned_bundle_with_a_spack_archive_swapped_and_summed_again_is_ref
     """An unsigned bundle is only as good as the content checks: a Spack archive with the
     pinned commit in its header and one file changed, summed again."""
     b = make_bundle(tmp_path, payload=False)
-    assert setup.bundle_given(args(b))[1].signer is None
+    assert setup.bundle_given(targets.settings(), args(b))[1].signer is None
     archive = b / pins.SPACK["archive"]
     archive.unlink()
     _forge_spack_archive(shared_bundle() / pins.SPACK["archive"], archive)
@@ -186,14 +187,14 @@ def test_a_key_slipped_in_beside_the_release_key_is_not_trusted(tmp_path, keys, 
     b = signed(make_bundle(tmp_path), keys)
     with open(b / bundle.SIGNER_KEY, "ab") as f:
         f.write(keys.public("attacker").read_bytes())
-    _, voucher = setup.bundle_given(args(b))
+    _, voucher = setup.bundle_given(targets.settings(), args(b))
     assert voucher.signer == keys.fingerprint["release"]
     assert voucher.key() == openpgp.export(keys.fingerprint["release"], keys.ring("release"))
 
 
 def test_insecure_unsigned_says_so_and_trusts_no_key(tmp_path, keys, pinned_release_key, capsys):
     b = signed(make_bundle(tmp_path), keys, "attacker")
-    source, voucher = setup.bundle_given(args(b, insecure=True))
+    source, voucher = setup.bundle_given(targets.settings(), args(b, insecure=True))
     assert voucher.signer is None and voucher.key() is None
     assert f"iostack: WARNING: --insecure-unsigned: nothing vouches for {b}" in capsys.readouterr().err
 

@@ -131,7 +131,9 @@ def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
                            tc["outputdir"]) / "rfm_job.sh").read_text()
     assert "#SBATCH --partition=nps1" in script
     assert "nvme-stage fan-out --own-ranks" in script and "nvme-stage collect" in script
-    assert "srun --mpi=pmix simpleFoam -parallel" in script
+    # the local cluster binds as ARCHER2 does (one task per core, blocks), PMIx for MPI
+    assert "srun --hint=nomultithread --distribution=block:block --mpi=pmix simpleFoam -parallel" \
+        in script
     output = (pathlib.Path(tc["outputdir"]) / "rfm_job.out").read_text()
     # both runs' solver logs are kept, each under its own name
     kept = {p.name for p in pathlib.Path(tc["outputdir"]).glob("*.log.*")}
@@ -243,7 +245,8 @@ def test_nightly_starts_and_stops_its_own_cluster(tmp_path):
     print(p.stdout[-3000:], p.stderr[-2000:])
     assert p.returncode == 0
     assert "starting the cluster test bed" in p.stdout and "the cluster test bed is stopped" in p.stdout
-    assert re.search(r"Ran 2/2 test case\(s\)", p.stdout)      # one node of each partition
+    # one node of each partition: nps1, nps2 and smt
+    assert re.search(r"Ran 3/3 test case\(s\)", p.stdout)
     assert leftovers(tmp_path / "cluster", harness.LocalCluster(tmp_path / "cluster").prefix) == []
 
 

@@ -88,7 +88,7 @@ def test_nvme_scratch_applies_to_each_nodes_own_device_then_changes_nothing(clus
 
     rc, stats, messages, err = playbook(cluster, venv_bin, ["nvme_scratch"])
     assert rc == 0, messages + err
-    assert {h: s["changed"] for h, s in stats.items()} == {f"node{i}": 0 for i in range(1, 5)}
+    assert {h: s["changed"] for h, s in stats.items()} == {n.name: 0 for n in cluster.nodes}
 
 
 def test_each_node_is_as_the_inventory_says(cluster):

@@ -151,7 +151,7 @@ def test_same_keys_different_bytes_is_caught(published, tmp_path):
 
 
 def test_an_unreadable_message_is_one_line_and_exit_2(published):
-    corrupted = samples.source_dir("cfgrib") / "era5-levels-corrupted.grib"
+    corrupted = samples.source_dir("cfgrib", targets.settings().samples) / "era5-levels-corrupted.grib"
     p = subprocess.run(["python3", "-m", "iostack_rfm.gribcompare", "compare",
                         str(published["grib1"]), str(corrupted)], capture_output=True, text=True,
                        env=JOB_ENV)

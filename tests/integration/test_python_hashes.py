@@ -39,20 +39,19 @@ def lock(tmp_path, monkeypatch):
     lock = tmp_path / "requirements.txt"
     lock.write_text(f"tinypkg==1.0 \\\n    --hash=sha256:{digest}\n")
     monkeypatch.setitem(setup.REQUIREMENTS, "deploy", lock)
-    monkeypatch.setenv("IOSTACK_VENV", str(tmp_path / "venv"))
     return lock
 
 
 def test_a_wheel_swapped_under_its_pinned_name_is_refused_in_one_line(tmp_path, lock):
     swapped = wheel(tmp_path / "bundle-wheels", "SAFE = False  # the attacker's\n")
+    settings = targets.settings(IOSTACK_VENV=tmp_path / "venv")    # a venv of its own
     with pytest.raises(setup.SetupRefused) as refused:
-        setup.python_tools(("deploy",), wheels=swapped.parent)
+        setup.python_tools(settings, ("deploy",), wheels=swapped.parent)
     assert str(refused.value) == (
         "pip install (from the bundle's wheels) failed: tinypkg==1.0 is not what the lock pins "
         "(its sha256 differs): the index, the mirror or the bundle's wheels served another "
         "file; someone may have tampered with it")
-    python = targets.settings().python
-    assert subprocess.run([python, "-c", "import tinypkg"], capture_output=True).returncode != 0
+    assert subprocess.run([settings.python, "-c", "import tinypkg"], capture_output=True).returncode != 0
 
 
 def test_the_genuine_wheel_installs_with_the_same_command(tmp_path, lock):
