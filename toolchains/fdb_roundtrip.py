@@ -8,7 +8,7 @@ every retrieved field with the input and with the other builds' fields, per mess
 Each build gets its own FDB root under DIR; `@EMULATOR` runs its programs through it (e.g.
 `qemu-aarch64 -L /usr/aarch64-linux-gnu`, space-separated). fdb-read returns fields in
 request order and exits 0 with an empty file when nothing matches, so the comparison
-(iostack_rfm.gribcompare) matches messages by their MARS keys and counts them. Prints each
+(iostack_rfm.jobs.gribcompare) matches messages by their MARS keys and counts them. Prints each
 comparison's `gribcompare:` lines after a `roundtrip: compare A B` header, then
 `roundtrip: RESULT=IDENTICAL` or `RESULT=DIFFERENT`; exits 0 only for IDENTICAL.
 """
@@ -22,9 +22,10 @@ import shlex
 import subprocess
 import sys
 
-# iostack and iostack_rfm: the venv's, or the job's PYTHONPATH (iostack.core.paths.job_pythonpath)
+# iostack and iostack_rfm as installed packages: pyproject.toml installs both into the venv
+# (editable, this checkout), whose python runs this script (reframe-tests/checks/cross_aarch64.py)
 from iostack.deployment import fdbconfig
-from iostack_rfm import gribcompare
+from iostack_rfm.jobs import gribcompare
 
 EM_NAMES = {62: "x86_64", 183: "aarch64"}
 

@@ -5,7 +5,7 @@ one task per core, --hint=nomultithread, ranks in blocks, --distribution=block:b
 A probe (src/binding/binding_probe.c, C with OpenMP and hwloc) reads, in every rank, the
 CPUs /proc/self/status gives it and the binding hwloc reads, then the same for each of its
 OpenMP threads (OMP_PLACES=cores, OMP_PROC_BIND=close), and from one rank per node the
-node's topology as hwloc sees it. iostack_rfm.binding judges the lines against the
+node's topology as hwloc sees it. iostack_rfm.parsers.binding judges the lines against the
 partition's facts (`extras['nps']`, `extras['smt']`, its srun options): one line per
 rank or thread out of place, naming the node.
 
@@ -24,7 +24,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from iostack_rfm import binding
+from iostack_rfm.parsers import binding
 from iostack_rfm.base import IostackMixin, parsed
 
 SOURCES = os.path.join(os.path.dirname(__file__), '..', 'src', 'binding')

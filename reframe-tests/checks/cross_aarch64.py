@@ -72,7 +72,7 @@ class CrossAarch64StackCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             '-DENABLE_TESTS=OFF > fdb-bare.out 2>&1',
             'make -C fdb-bare/src/fdb5 io/SingleGribMungePartFileHandle.cc.o >> fdb-bare.out 2>&1; '
             'echo "fdb bare object rc=$?"',
-            f'python3 -m iostack_rfm.gribgen input.grib {self.nsteps} {self.nlevels}',
+            f'python3 -m iostack_rfm.jobs.gribgen input.grib {self.nsteps} {self.nlevels}',
             f"printf '%s\\n' '{request}' > retrieve.req",
         ]
         self.executable = python
@@ -87,8 +87,8 @@ class CrossAarch64StackCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         ]
         self.postrun_cmds = [
             'cp roundtrip/aarch64/retrieved.grib flipped.grib',
-            'python3 -m iostack_rfm.gribcompare flip-bit flipped.grib --message 5',
-            'python3 -m iostack_rfm.gribcompare compare input.grib flipped.grib '
+            'python3 -m iostack_rfm.jobs.gribcompare flip-bit flipped.grib --message 5',
+            'python3 -m iostack_rfm.jobs.gribcompare compare input.grib flipped.grib '
             f'--expect {self.expected_messages} > flipped.out; echo "flipped compare rc=$?"',
         ]
 

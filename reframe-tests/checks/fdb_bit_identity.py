@@ -1,14 +1,14 @@
 """FDB bit-identity ([OIFS-HECToR], section 3).
 
 GRIB fields written directly to a file must come back from FDB bit for bit: archive them with
-fdb-write, retrieve them by MARS request (iostack_rfm.fdbretrieve: one request per MARS key
-set of the input) and with --extract, and compare field by field (iostack_rfm.gribcompare:
+fdb-write, retrieve them by MARS request (iostack_rfm.jobs.fdbretrieve: one request per MARS key
+set of the input) and with --extract, and compare field by field (iostack_rfm.jobs.gribcompare:
 full MARS keys, raw bytes, sha256, grib_compare) with exact counts. The FDB is whichever the
 environment provides (Debian's 5.10.8 in `builtin`, the stack's module in `stack`).
 
 Inputs (parameter `grib_input`):
 - synthetic: gribgen's deterministic GRIB2 set (pressure levels and surface, 3 steps),
-  encoded by the environment's ecCodes (iostack_rfm.gribgen);
+  encoded by the environment's ecCodes (iostack_rfm.jobs.gribgen);
 - published-grib1, published-grib2: published GRIB from PyPI packages' sample data
   (iostack.regression.samples: ERA5 ensemble members of 2 dates and 2 times on pressure levels,
   surface fields, seasonal ensembles; GRIB2 on pressure and model levels and the surface);
@@ -91,9 +91,9 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
 
     def _write_input(self):
         if self.grib_input == 'synthetic':
-            return f'python3 -m iostack_rfm.gribgen direct.grib {self.nsteps} {self.nlevels}'
+            return f'python3 -m iostack_rfm.jobs.gribgen direct.grib {self.nsteps} {self.nlevels}'
         if self.grib_input == 'site':
-            return f"python3 -m iostack_rfm.gribcompare gather '{self.site_grib}' direct.grib"
+            return f"python3 -m iostack_rfm.jobs.gribcompare gather '{self.site_grib}' direct.grib"
         return (f'python3 -m iostack.regression.samples grib-set {self.grib_input} direct.grib '
                 f'--samples {context.settings().samples}')
 
@@ -111,7 +111,7 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                 'python3 -m iostack.deployment.fdbconfig --root empty-root --out empty-config.yaml')
             retrieve_from = 'FDB5_CONFIG_FILE=$PWD/empty-config.yaml '
         self.prerun_cmds += [
-            retrieve_from + self.bounded('python3 -m iostack_rfm.fdbretrieve direct.grib '
+            retrieve_from + self.bounded('python3 -m iostack_rfm.jobs.fdbretrieve direct.grib '
                                          'by-request.grib', name='fdbretrieve') +
             '; echo "fdbretrieve rc=$?"',
             # fdb-read prints every request it extracts: keep them out of the job's output
@@ -120,14 +120,14 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         ]
         if self.scenario == 'flip-one-bit':
             self.prerun_cmds.append(
-                'python3 -m iostack_rfm.gribcompare flip-bit by-request.grib '
+                'python3 -m iostack_rfm.jobs.gribcompare flip-bit by-request.grib '
                 f'--message {self.flipped_message}')
         expect = f'--expect {self.expected_messages}' if self.expected_messages else ''
-        self.executable_opts = ['-m', 'iostack_rfm.gribcompare', 'compare',
+        self.executable_opts = ['-m', 'iostack_rfm.jobs.gribcompare', 'compare',
                                 'direct.grib', 'by-request.grib', expect,
                                 '> compare-request.out; echo "compare request rc=$?"']
         self.postrun_cmds = [
-            'python3 -m iostack_rfm.gribcompare compare direct.grib by-extract.grib '
+            'python3 -m iostack_rfm.jobs.gribcompare compare direct.grib by-extract.grib '
             f'{expect} > compare-extract.out; echo "compare extract rc=$?"',
         ]
 

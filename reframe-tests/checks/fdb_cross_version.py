@@ -43,7 +43,7 @@ class FdbCrossVersionCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             'NEW=$(dirname "$(command -v fdb-write)")',
             f'OLD={other}',
             'echo "fdb versions: new=$($NEW/fdb-info --version) old=$($OLD/fdb-info --version)"',
-            f'python3 -m iostack_rfm.gribgen direct.grib {NSTEPS} {NLEVELS}',
+            f'python3 -m iostack_rfm.jobs.gribgen direct.grib {NSTEPS} {NLEVELS}',
             f"printf '%s\\n' '{request}' > retrieve.req",
             # an FDB's schema: its prefix's, else the system's (Debian's /etc/fdb/schema)
             'schema_of() { for f in "$1/../etc/fdb/schema" "$1/../share/fdb/schema" '
@@ -57,7 +57,7 @@ class FdbCrossVersionCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                 f'FDB5_CONFIG_FILE={direction}.yaml {writer}/fdb-write direct.grib',
                 f'FDB5_CONFIG_FILE={direction}.yaml {reader}/fdb-read retrieve.req '
                 f'{direction}.grib; echo "{direction} read rc=$?"',
-                f'python3 -m iostack_rfm.gribcompare compare direct.grib {direction}.grib '
+                f'python3 -m iostack_rfm.jobs.gribcompare compare direct.grib {direction}.grib '
                 f'--expect {EXPECTED} > compare-{direction}.out; echo "{direction} compare rc=$?"',
             ]
 

@@ -5,7 +5,7 @@ the same file system ([OIFS-HECToR]).
 found run-to-run and directory-to-directory variation larger than most settings' effect. So
 the figures here are relative: FDB's archive throughput divided by that of fio writing the
 same bytes, a field per write, in the same directory and job, with the same durability
-(iostack_rfm.fdb.DURABILITY, set by `durability`):
+(iostack_rfm.parsers.fdb.DURABILITY, set by `durability`):
 
 - sync-flush: FDB's default, its data fdatasync'd at every flush; fio fdatasyncs after
   each flush's worth of fields;
@@ -32,7 +32,7 @@ MultioHammerThroughputCheck measures multio-hammer, MultIO's load generator (the
 server library's plan: a Sink action with the FDB sink, a flush per step), exactly as
 FdbThroughputCheck measures fdb-hammer: the same fields from the same template, against
 fio writing the same bytes with the same durability, with the same sync audit
-(iostack_rfm.multio hammer prints its statistics as fdb-hammer does). Its fdb_write_ratio
+(iostack_rfm.jobs.multio hammer prints its statistics as fdb-hammer does). Its fdb_write_ratio
 stands beside fdb-hammer's for each durability in the same session.
 
 What a field costs, so that a site can compare its profile with another's (FdbThroughputCheck's
@@ -76,7 +76,7 @@ from reframe.core.builtins import (
 )
 
 from iostack.core import paths
-from iostack_rfm import fdb
+from iostack_rfm.parsers import fdb
 from iostack_rfm.base import IostackMixin, parsed
 
 MiB = 1024 * 1024
@@ -95,7 +95,7 @@ GRIDS = {'T159': (101, 200), 'T511': (321, 640), 'T1279': (721, 1440)}
 STEPS_SCALE = {'T159': 50, 'T511': 5, 'T1279': 1}
 SCRIPT = paths.REFRAME_DIR / 'iostack_rfm' / 'templates' / 'fdb-throughput.sh'
 LIST_REQUEST = 'class=od,expver=0001'
-#: iostack_rfm.fdb.write_figures' figures and their units
+#: iostack_rfm.parsers.fdb.write_figures' figures and their units
 FIGURES = (('fdb_write_ratio', 'ratio'), ('fdb_write_bw', 'MiB/s'), ('raw_write_bw', 'MiB/s'),
            ('fdb_write_ratio_spread', 'fraction'), ('fdb_write_bw_spread', 'fraction'))
 
@@ -189,7 +189,7 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
             'mkdir -p fdb-home/etc/config',
             f"printf '{resources}' > fdb-home/etc/config/local",
             # one ensemble-member field on level 1 as the writers' template
-            f'python3 -m iostack_rfm.gribgen first.grib 1 1 {GRIDS[self.field][0]} '
+            f'python3 -m iostack_rfm.jobs.gribgen first.grib 1 1 {GRIDS[self.field][0]} '
             f'{GRIDS[self.field][1]} --count 1',
             'grib_set -s productDefinitionTemplateNumber=1,type=pf,stream=enfo,number=1,level=1'
             ' first.grib template.grib',
@@ -220,21 +220,21 @@ class FdbWriteMeasurement(IostackMixin, rfm.RunOnlyRegressionTest):
         return [f'{side}-{n}-{r}-sync.time' for r in range(1, self.repeats + 1)]
 
     def figures(self, n):
-        """The medians of iostack_rfm.fdb.write_figures for `n` writers."""
+        """The medians of iostack_rfm.parsers.fdb.write_figures for `n` writers."""
         reps = range(1, self.repeats + 1)
         return parsed(fdb.write_figures, [f'raw-{n}-{r}.json' for r in reps],
                       [self._writer_outs(n, r) for r in reps],
                       self._sync_times('raw', n), self._sync_times('fdb', n))
 
     def per_field(self, n):
-        """iostack_rfm.fdb.seconds_per_field for `n` writers."""
+        """iostack_rfm.parsers.fdb.seconds_per_field for `n` writers."""
         reps = range(1, self.repeats + 1)
         return parsed(fdb.seconds_per_field, [f'raw-{n}-{r}.json' for r in reps],
                       [self._writer_outs(n, r) for r in reps],
                       self._sync_times('raw', n), self._sync_times('fdb', n))
 
     def profile(self):
-        """iostack_rfm.fdb.profile_figures of the untimed profile."""
+        """iostack_rfm.parsers.fdb.profile_figures of the untimed profile."""
         small, big = self.profile_steps, 2 * self.profile_steps
         return parsed(fdb.profile_figures,
                       f'profile-{small}-syscalls.out', f'profile-{small}.strace',
@@ -465,13 +465,13 @@ class MultioHammerThroughputCheck(FdbWriteMeasurement):
 
     def writer_command(self):
         w = self.workload
-        return ['python3', '-m', 'iostack_rfm.multio', 'hammer', '--config',
+        return ['python3', '-m', 'iostack_rfm.jobs.multio', 'hammer', '--config',
                 '$PWD/multio-hammer.yaml', '--template', 'template.grib', '--nsteps', '%S',
                 '--members', str(w['members']), '--fdb-root', f'{self.io_dir()}/fdb-root']
 
     @run_before('run')
     def write_hammer_config(self):
-        self.prerun_cmds.append('python3 -m iostack_rfm.multio hammer-config '
+        self.prerun_cmds.append('python3 -m iostack_rfm.jobs.multio hammer-config '
                                 f'multio-hammer.yaml --params {self.workload["nparams"]}')
 
     def readback_commands(self):

@@ -2,11 +2,11 @@
 delete, and find, on the partition's I/O file system, scored
 sqrt(geomean(4 bandwidths, GiB/s) x geomean(8 metadata rates, kIOPS)).
 
-The ini comes from the parameters (iostack_rfm.io500): data directory from the
+The ini comes from the parameters (iostack_rfm.parsers.io500): data directory from the
 partition's io_dir (the stage directory where that is node-local NVMe, since io500 reads
 back files other nodes wrote), the stonewall time and sizes that let each phase last that
 long. Sanity: every one of the 12 scored phases printed its [RESULT], the score io500 prints
-is recomputed from them (within the printed rounding, iostack_rfm/io500.py), and a run with the
+is recomputed from them (within the printed rounding, iostack_rfm/parsers/io500.py), and a run with the
 rules' 300-s stonewall must come out valid. Performance: the score, its two geometric means
 and every phase, each the median of `repeats` runs of io500 in the job (3 for the CI-sized
 nightly, whose 5-s phases are noisy; 1 elsewhere), with the score's spread beside it.
@@ -27,7 +27,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from iostack_rfm import io500
+from iostack_rfm.parsers import io500
 from iostack_rfm.base import AppCheck, median, parsed, spread
 
 

@@ -23,7 +23,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 
-from iostack_rfm import ior
+from iostack_rfm.parsers import ior
 from iostack_rfm.base import AppCheck, parsed
 
 LAYOUTS = {'fpp': True, 'shared': False}

@@ -5,9 +5,9 @@ field IMULTIO_WRITE(grib, words), then IMULTIO_FLUSH (ifs-source
 ifsaux/module/fdbsubs_mod.F90); MultIO hands each message to the sinks its configuration
 names, here FDB. multio 1.5.1's own program `multio-sink FILE` makes exactly these two
 calls on a file's first message. MultioBitIdentityCheck writes every message of a GRIB
-input through it (iostack_rfm.multio split: a file per message), retrieves the fields from
-FDB by MARS request (iostack_rfm.fdbretrieve) and with `fdb-read --extract`, and compares
-them with the input field by field (iostack_rfm.gribcompare: full MARS keys, bytes,
+input through it (iostack_rfm.jobs.multio split: a file per message), retrieves the fields from
+FDB by MARS request (iostack_rfm.jobs.fdbretrieve) and with `fdb-read --extract`, and compares
+them with the input field by field (iostack_rfm.jobs.gribcompare: full MARS keys, bytes,
 sha256, grib_compare), as FdbBitIdentityCheck does for fdb-write. Inputs are that check's:
 gribgen's synthetic GRIB2 set and the published GRIB1/GRIB2 sample sets (iostack.regression.samples).
 
@@ -74,7 +74,7 @@ class MultioBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
 
     def _write_input(self):
         if self.grib_input == 'synthetic':
-            return f'python3 -m iostack_rfm.gribgen direct.grib {self.nsteps} {self.nlevels}'
+            return f'python3 -m iostack_rfm.jobs.gribgen direct.grib {self.nsteps} {self.nlevels}'
         return (f'python3 -m iostack.regression.samples grib-set {self.grib_input} direct.grib '
                 f'--samples {context.settings().samples}')
 
@@ -88,22 +88,22 @@ class MultioBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         self.prerun_cmds = [
             'python3 -m iostack.deployment.fdbconfig --root fdb-root --out fdb-config.yaml',
             self._write_input(),
-            f'python3 -m iostack_rfm.multio split direct.grib fields{skip}',
-            'python3 -m iostack_rfm.multio sinks multio-sinks.yaml',
+            f'python3 -m iostack_rfm.jobs.multio split direct.grib fields{skip}',
+            'python3 -m iostack_rfm.jobs.multio sinks multio-sinks.yaml',
             self.bounded(f"bash -c '{feed}'", name='multio-sink') + '; echo "multio-sink rc=$?"',
             'echo "multio-sink files=$(ls fields | wc -l)"',
-            self.bounded('python3 -m iostack_rfm.fdbretrieve direct.grib by-request.grib',
+            self.bounded('python3 -m iostack_rfm.jobs.fdbretrieve direct.grib by-request.grib',
                          name='fdbretrieve') + '; echo "fdbretrieve rc=$?"',
             self.bounded('fdb-read --extract direct.grib by-extract.grib > '
                          'fdb-read-extract.log 2>&1') + '; echo "fdb-read extract rc=$?"',
         ]
         if self.scenario == 'flip-one-bit':
-            self.prerun_cmds.append('python3 -m iostack_rfm.gribcompare flip-bit by-request.grib '
+            self.prerun_cmds.append('python3 -m iostack_rfm.jobs.gribcompare flip-bit by-request.grib '
                                     f'--message {self.control_message}')
-        self.executable_opts = ['-m', 'iostack_rfm.gribcompare', 'compare', 'direct.grib',
+        self.executable_opts = ['-m', 'iostack_rfm.jobs.gribcompare', 'compare', 'direct.grib',
                                 'by-request.grib', '> compare-request.out; '
                                 'echo "compare request rc=$?"']
-        self.postrun_cmds = ['python3 -m iostack_rfm.gribcompare compare direct.grib '
+        self.postrun_cmds = ['python3 -m iostack_rfm.jobs.gribcompare compare direct.grib '
                              'by-extract.grib > compare-extract.out; '
                              'echo "compare extract rc=$?"']
 

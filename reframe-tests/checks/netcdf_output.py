@@ -34,7 +34,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (parameter, run_after,
                                    run_before, sanity_function, variable)
 
-from iostack_rfm import netcdf
+from iostack_rfm.parsers import netcdf
 from iostack_rfm.base import AppCheck, median, spread
 
 SIZES = {

@@ -24,7 +24,8 @@ from reframe.core.builtins import run_before, sanity_function, variable
 
 from iostack.core import paths
 from iostack.site import inventory as ansible_inventory
-from iostack_rfm import context, nodestate
+from iostack_rfm import context
+from iostack_rfm.jobs import nodestate
 from iostack_rfm.base import IostackMixin, parsed
 
 FACTS = 'node-facts.json'
@@ -55,7 +56,7 @@ class NodeHardwareCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                  for h in ansible_inventory.hosts(inv, 'all')}
         with open(os.path.join(self.stagedir, FACTS), 'w') as f:
             json.dump(facts, f, indent=1, sort_keys=True)
-        self.executable = f'python3 -m iostack_rfm.nodestate hardware {FACTS}'
+        self.executable = f'python3 -m iostack_rfm.jobs.nodestate hardware {FACTS}'
 
     @sanity_function
     def validate(self):

@@ -8,7 +8,7 @@ same ranks on the same nodes: entirely on shared storage (the reference), and th
 seven steps (1 stage-in to the head node's NVMe, 2 decomposePar there, 3 fan-out of the
 case and each node's own processor dirs over ssh, 4 potentialFoam, 5 simpleFoam on NVMe
 across the nodes, 6 collect each node's processor dirs, 7 stage-out without them). After
-each step every node concerned prints what it holds (iostack_rfm.nodestate: files, bytes,
+each step every node concerned prints what it holds (iostack_rfm.jobs.nodestate: files, bytes,
 sha256 by processor dir). Sanity: each step moved exactly those bytes, each node holds
 only its own ranks' processor dirs, and the staged-out result equals the shared-storage
 run field for field (bit-identical). Performance: each step's time, the seven-step total
@@ -25,9 +25,9 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import performance_function, run_after, run_before, sanity_function, variable
 
 from iostack.core import paths
-from iostack_rfm import nodestate, openfoam
+from iostack_rfm.jobs import nodestate, openfoam
 from iostack_rfm.base import AppCheck, parsed
-from iostack_rfm.openfoam import decompose_par_dict, foam_set, in_case, tutorial_case
+from iostack_rfm.jobs.openfoam import decompose_par_dict, foam_set, in_case, tutorial_case
 
 SEVEN_STEPS = ('stage-in', 'decompose', 'fan-out', 'potential', 'solve', 'collect',
                'stage-out')
@@ -105,7 +105,7 @@ class MotorBikeStagingCheck(ClusterJob):
     tags = {'openfoam', 'nvme', 'io', 'cluster', 'nightly'}
 
     def state(self, label, case, everywhere=False):
-        command = f'python3 -m iostack_rfm.nodestate tree {case} --label {label}'
+        command = f'python3 -m iostack_rfm.jobs.nodestate tree {case} --label {label}'
         return self.step(f'state-{label}', self.on_each_node(command) if everywhere else command)
 
     @run_before('run')
@@ -117,7 +117,7 @@ class MotorBikeStagingCheck(ClusterJob):
         snappy = f'{shared}/system/snappyHexMeshDict'
         cells = ' '.join(map(str, self.background_cells))
         self.prerun_cmds = [
-            self.step('layout', 'python3 -m iostack_rfm.nodestate layout'),
+            self.step('layout', 'python3 -m iostack_rfm.jobs.nodestate layout'),
             self.step('prepare', ' && '.join([
                 f'cp -r "$FOAM_TUTORIALS/{self.tutorial}" {shared}',
                 f'gunzip {snappy}.gz',
@@ -166,7 +166,7 @@ class MotorBikeStagingCheck(ClusterJob):
             self.step('cleanup', self.on_each_node(f'rm -rf {local}')),
         ]
         self.executable = ' && '.join(
-            f'python3 -m iostack_rfm.nodestate fields {case} --label {label}'
+            f'python3 -m iostack_rfm.jobs.nodestate fields {case} --label {label}'
             for case, label in ((shared, 'nvme'), (reference, 'shared')))
         self.keep_logs('case/log.snappyHexMesh', 'case/log.potentialFoam', 'case/log.simpleFoam',
                        'shared-run/log.potentialFoam', 'shared-run/log.simpleFoam')

@@ -32,9 +32,9 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
                                    run_before, sanity_function, variable)
 
-from iostack_rfm import openfoam
+from iostack_rfm.jobs import openfoam
 from iostack_rfm.base import AppCheck, parsed
-from iostack_rfm.openfoam import foam_set, in_case
+from iostack_rfm.jobs.openfoam import foam_set, in_case
 
 SEVEN_STEPS = ('stage-in', 'decompose', 'fan-out', 'potential', 'solve', 'collect',
                'stage-out')

@@ -4,7 +4,7 @@ convergence serially and on 2 ranks, each twice, in one job so the timings do no
 Correctness: every run meets the case's residual controls ("SIMPLE solution converged in N
 iterations", and the last initial residuals below the fvSolution limits); a rerun converges
 at the same iteration and writes bit-identical fields (one digest over every written file,
-iostack_rfm.openfoam); the 2-rank run has one processor directory per rank, both at the
+iostack_rfm.jobs.openfoam); the 2-rank run has one processor directory per rank, both at the
 converged time, and reconstructs to the serial mesh's cell count.
 
 Performance: the solver's ClockTime (whole seconds, as OpenFOAM prints it) and the wall time
@@ -22,9 +22,9 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (performance_function, run_after, run_before,
                                    sanity_function, variable)
 
-from iostack_rfm import openfoam
+from iostack_rfm.jobs import openfoam
 from iostack_rfm.base import AppCheck, median, parsed, spread
-from iostack_rfm.openfoam import decompose_par_dict, in_case, tutorial_case
+from iostack_rfm.jobs.openfoam import decompose_par_dict, in_case, tutorial_case
 
 RUNS = ('serial', 'serial-rerun', 'parallel', 'parallel-rerun')
 

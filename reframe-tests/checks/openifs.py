@@ -4,8 +4,8 @@ One job runs the same experiment twice on the same nodes: first writing GRIB fil
 &NAMCT0 LFDBOP=false, the default: ICMGG<exp>+<step> and ICMSH<exp>+<step> per output step),
 then into FDB (LFDBOP=true). Every output file's fields are then retrieved from FDB and
 compared message by message (counts, bytes, sha256, grib_compare); FDB must hold exactly
-those fields and bytes (iostack_rfm.openifs compare-fdb). The speed of each run is
-[OIFS-HECToR]'s metric, forecast days per wall-clock day (iostack_rfm/openifs.py: forecast
+those fields and bytes (iostack_rfm.jobs.openifs compare-fdb). The speed of each run is
+[OIFS-HECToR]'s metric, forecast days per wall-clock day (iostack_rfm/jobs/openifs.py: forecast
 length from NODE.001_01, wall time from ifs.stat).
 
 Parameters, as [OIFS-HECToR] section 5 tuned them (on the FDB run and the GRIB run alike, so the
@@ -28,14 +28,14 @@ module sets OIFS_EXEC (the Spack recipe's setup_run_environment).
 OpenifsCheck is seed 000's validation with OpenIFS's own test suite, ifs-test (installed
 with OpenIFS in share/openifs/ifs-test): its t21 forecast tests (test_fc, test_np2,
 test_nt2), each run by ifs-test's own `ifs-run` in a test directory made as its CMake
-makes it (iostack_rfm.ifstest), twice: writing GRIB files, then into FDB through MultIO
+makes it (iostack_rfm.jobs.ifstest), twice: writing GRIB files, then into FDB through MultIO
 (the tests' namelists take LFDBOP from the environment). Then:
 - bit-identity across releases (ifs-test's IFS_TEST_BITIDENTICAL, bin/ifs-check-bitid):
   the first run of a test on a deployment saves the model's norms (`init`) under
   <deployment root>/var/openifs-norms/<executable>/<test>, which outlives releases;
   every later release's run is checked against them (`check`); the FDB run is always
   checked against its own GRIB run's norms (FDB output must not change the model);
-- the fields FDB holds against the GRIB files, bit for bit (iostack_rfm.openifs
+- the fields FDB holds against the GRIB files, bit for bit (iostack_rfm.jobs.openifs
   compare-fdb, as OpenIFSOutputCheck);
 - forecast days per day of both runs.
 Its input is ifs-test's data (storage.yaml: ifsdata, t21 inidata) from the directory the
@@ -53,7 +53,8 @@ from reframe.core.builtins import parameter, run_after, run_before, sanity_funct
 
 from iostack.deployment import stack
 from iostack.site.target import SpackEnv
-from iostack_rfm import context, ifstest, openifs
+from iostack_rfm import context
+from iostack_rfm.jobs import ifstest, openifs
 from iostack_rfm.base import AppCheck, parsed
 
 RUNS = ('grib', 'fdb')
@@ -109,7 +110,7 @@ class OpenIFSOutputCheck(AppCheck):
             # initial files linked, the namelist copied: the runs edit it
             f'ln -sf "$EXPDIR"/* {out}/{run}/',
             f'rm -f {out}/{run}/fort.4 && cp "$EXPDIR/fort.4" {out}/{run}/fort.4',
-            'python3 -m iostack_rfm.openifs namelist '
+            'python3 -m iostack_rfm.jobs.openifs namelist '
             f'{out}/{run}/fort.4 ' + ' '.join(f'--set {s}' for s in sets),
         ]
         if fdb:
@@ -152,7 +153,7 @@ class OpenIFSOutputCheck(AppCheck):
             ]
         self.prerun_cmds.append(self.step(
             'compare', f'FDB5_CONFIG_FILE={out}/fdb/fdb-config.yaml python3 -m '
-            f'iostack_rfm.openifs compare-fdb {out}/grib --fdb-root {out}/fdb/fdb-root '
+            f'iostack_rfm.jobs.openifs compare-fdb {out}/grib --fdb-root {out}/fdb/fdb-root '
             '> compare.out'))
         self.executable = 'rm'
         self.executable_opts = ['-rf', f'{out}/grib', f'{out}/fdb']
@@ -272,7 +273,7 @@ class OpenifsCheck(AppCheck):
         case_dir = f'{out}/{run}/t21/{self.case}'
         fdb = run == 'fdb'
         lines = [
-            f'python3 -m iostack_rfm.ifstest case --ifs-test {self.ifs_test} '
+            f'python3 -m iostack_rfm.jobs.ifstest case --ifs-test {self.ifs_test} '
             f'--case t21/{self.case} --cache {out}/cache --out {out}/{run} '
             '--executable "$OIFS_EXEC" --cycle "$OIFS_CYCLE" '
             '--eccodes-share "$(dirname "$(codes_info -d)")"',
@@ -302,11 +303,11 @@ class OpenifsCheck(AppCheck):
         self.prerun_cmds = [
             f'NORMS={self.norms_dir}/$(basename "$OIFS_EXEC")/{self.case}',
             self.step('stage', f'rm -rf {out}/grib {out}/fdb {out}/fdb-root && '
-                      f'python3 -m iostack_rfm.ifstest stage --root {self.test_data} '
+                      f'python3 -m iostack_rfm.jobs.ifstest stage --root {self.test_data} '
                       f'--cache {out}/cache {entries} && '
                       f'python3 -m iostack.deployment.fdbconfig --root {out}/fdb-root --out '
                       f'{out}/fdb-config.yaml && '
-                      f'python3 -m iostack_rfm.multio sinks {out}/multio-sinks.yaml'),
+                      f'python3 -m iostack_rfm.jobs.multio sinks {out}/multio-sinks.yaml'),
         ]
         for run in ('grib', 'fdb'):
             case_dir = f'{out}/{run}/t21/{self.case}'
@@ -320,7 +321,7 @@ class OpenifsCheck(AppCheck):
             # a first run on this deployment keeps its norms for the releases after it
             self.step('keep-norms', f'if [ ! -s "$NORMS/SAVED_NORMS" ]; then mkdir -p "$NORMS" '
                       f'&& cp {out}/grib/t21/{self.case}/SAVED_NORMS "$NORMS/"; fi'),
-            self.step('compare', f'python3 -m iostack_rfm.openifs compare-fdb '
+            self.step('compare', f'python3 -m iostack_rfm.jobs.openifs compare-fdb '
                       f'{out}/grib/t21/{self.case} --fdb-root {out}/fdb-root > compare.out'),
         ]
         self.executable = 'rm'

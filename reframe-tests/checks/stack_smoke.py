@@ -7,7 +7,7 @@ never a hand-kept list). Each job:
   a module tree that is missing or a module that does not load fails the case;
 - asks Spack for the installed spec of the lock's hash (`spack find /<hash>`): its version
   must be the lock's, and the program on PATH must be the one in that prefix;
-- runs the program's own version query where it has one (iostack_rfm.smoke) and compares;
+- runs the program's own version query where it has one (iostack_rfm.parsers.smoke) and compares;
 - runs the recipe's stand-alone tests (`spack test run /<hash>`): they must pass, or Spack
   must say there are none (an external is not tested: its package is the system's).
 Spack runs as `bin/iostack spack --site <site> --root <deployment>`, the deployment's own
@@ -23,7 +23,8 @@ from reframe.core.builtins import parameter, run_after, run_before, sanity_funct
 from iostack.core import paths
 from iostack.deployment import stack
 from iostack.site.target import SpackEnv
-from iostack_rfm import context, smoke
+from iostack_rfm import context
+from iostack_rfm.parsers import smoke
 from iostack_rfm.base import OPENMPI_AS_ROOT, IostackMixin, parsed
 
 # The site of the system ReFrame runs on, read when the checks load (like
@@ -140,7 +141,7 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
 
     @run_before('sanity')
     def name_what_spack_tested(self):
-        """What `spack test run` said (iostack_rfm.smoke.spack_test_status), kept in the
+        """What `spack test run` said (iostack_rfm.parsers.smoke.spack_test_status), kept in the
         report beside the case."""
         path = os.path.join(self.stagedir, 'spack-test.out')
         if not self.setup_error and os.path.isfile(path):

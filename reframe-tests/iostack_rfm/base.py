@@ -13,11 +13,11 @@
   in a check made of steps (`steps_job`, see AppCheck) the job's own line runs on the batch
   host and MPI programs are steps started by `mpi_command()`;
 - job-side tools: PYTHONPATH, so jobs run `python3 -m iostack.deployment.fdbconfig`,
-  `python3 -m iostack_rfm.gribcompare`, ... (standard library only);
+  `python3 -m iostack_rfm.jobs.gribcompare`, ... (standard library only);
 - drained nodes: a check tagged `performance` stays off the nodes the nightly's health gate
   drained (IOSTACK_DRAINED_NODES: `--exclude`);
 - timing: a check tagged `performance` gets its node to itself: ReFrame's exclusive access
-  on batch systems, and the host slot where jobs share a host (iostack_rfm.slots); on a
+  on batch systems, and the host slot where jobs share a host (iostack_rfm.parsers.slots); on a
   site that caps the CPU frequency it asks for the one its references were taken at (their
   provenance's `cpu_freq_khz`, else the partition's `extras['cpu_freq_khz']`), and fails
   when it ran at another; every job records the frequency it ran at (`cpu_freq_requested`,
@@ -55,7 +55,8 @@ from reframe.core.logging import getlogger
 
 from iostack.core import filesystems, paths
 from iostack.regression import references
-from iostack_rfm import context, slots, steps
+from iostack_rfm import context
+from iostack_rfm.parsers import slots, steps
 
 # Open MPI refuses to start as root unless told twice; CI containers run as root.
 OPENMPI_AS_ROOT = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
@@ -397,7 +398,7 @@ class IostackMixin(rfm.RegressionTestPlugin):
             if problem:
                 raise SanityError(problem)
 
-    # steps (iostack_rfm.steps)
+    # steps (iostack_rfm.parsers.steps)
 
     def step(self, name, command):
         return steps.timed(name, command)

@@ -78,7 +78,7 @@ from iostack.core import paths
 from iostack.deployment import stack
 from iostack.site import facts as site_facts
 from iostack.site.target import SpackEnv
-from iostack_rfm import slots
+from iostack_rfm.parsers import slots
 
 # Environments of the local site (Debian's stack is on PATH; after `bin/iostack deploy`
 # the same packages are Lmod modules too).
@@ -143,7 +143,7 @@ class Run:
         """Jobs are non-login bash scripts: define `module` from the Lmod that ReFrame itself
         uses (LMOD_CMD) so the `module load` lines ReFrame writes work; and every job and
         build on this host shares its slot, which timed checks take to themselves
-        (iostack_rfm.slots)."""
+        (iostack_rfm.parsers.slots)."""
         lmod = ['. "$(dirname "$LMOD_CMD")/../init/bash"'] if self.lmod else []
         return lmod + [slots.share_host(self.state)]
 

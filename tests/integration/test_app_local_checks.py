@@ -14,7 +14,8 @@ import pytest
 from iostack_testbed import slurm
 from iostack.core import paths
 from iostack.regression import references, results
-from iostack_rfm import openfoam, slots
+from iostack_rfm.jobs import openfoam
+from iostack_rfm.parsers import slots
 from support import node_references
 
 pytestmark = pytest.mark.skipif(

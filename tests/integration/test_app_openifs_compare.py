@@ -2,7 +2,7 @@
 by gribgen (ecCodes) are laid out as an OpenIFS GRIB run writes them (ICMGG<exp>+<step>
 grid-point and ICMSH<exp>+<step> spectral files per output step), archived into a real
 FDB as the FDB run would, and compared by the job-side tool the check runs,
-`python3 -m iostack_rfm.openifs compare-fdb`. Negative controls: a flipped bit, a
+`python3 -m iostack_rfm.jobs.openifs compare-fdb`. Negative controls: a flipped bit, a
 step FDB never got, a field FDB holds that no file has."""
 import os
 import re
@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from iostack.core import paths
-from iostack_rfm import openifs
+from iostack_rfm.jobs import openifs
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("fdb-write", "fdb-read", "fdb-list", "grib_copy",
@@ -35,7 +35,7 @@ def gribgen(tmp_path_factory):
 
 
 def tool(*args, env):
-    return subprocess.run(["python3", "-m", "iostack_rfm.openifs", *args],
+    return subprocess.run(["python3", "-m", "iostack_rfm.jobs.openifs", *args],
                           capture_output=True, text=True, env=env)
 
 
@@ -89,7 +89,7 @@ def test_identical_output_is_found_identical(runs):
 def test_a_flipped_bit_is_one_differing_message(runs):
     grib, fdb_root, env = runs
     archive(sorted(grib.iterdir()), env)
-    subprocess.run(["python3", "-m", "iostack_rfm.gribcompare", "flip-bit",
+    subprocess.run(["python3", "-m", "iostack_rfm.jobs.gribcompare", "flip-bit",
                     str(grib / "ICMSHtest+000006"), "--message", "3"], check=True, env=env)
     p = tool("compare-fdb", str(grib), "--fdb-root", str(fdb_root), env=env)
     assert p.returncode == 1

@@ -1,8 +1,8 @@
-"""The step lines iostack_rfm.steps writes, run by bash as a job script runs them."""
+"""The step lines iostack_rfm.parsers.steps writes, run by bash as a job script runs them."""
 import subprocess
 import time
 
-from iostack_rfm import steps
+from iostack_rfm.parsers import steps
 
 
 def run_script(lines):

@@ -10,7 +10,7 @@ from cluster_fixtures import leftovers, run
 
 from iostack_testbed import cluster as harness
 from iostack.site import inventory
-from iostack_rfm import nodestate
+from iostack_rfm.jobs import nodestate
 
 from ansible_helpers import ANSIBLE_DIR, FIXTURES, ansible_env  # noqa: E402
 
@@ -99,7 +99,7 @@ def test_each_node_is_as_the_inventory_says(cluster):
     facts_file.write_text(json.dumps(facts))
     rfm = pathlib.Path(__file__).resolve().parents[2] / "reframe-tests"
     for node in facts:
-        p = cluster.ssh(node, f"PYTHONPATH={rfm} python3 -m iostack_rfm.nodestate hardware "
+        p = cluster.ssh(node, f"PYTHONPATH={rfm} python3 -m iostack_rfm.jobs.nodestate hardware "
                               f"{facts_file}")
         assert p.returncode == 0, p.stderr
         (record,) = nodestate.parse(p.stdout)

@@ -13,7 +13,7 @@ import os
 import pytest
 from cluster_fixtures import last_attempts, nightly, running_cluster
 
-from iostack_rfm import binding
+from iostack_rfm.parsers import binding
 from iostack_testbed import cluster as harness
 
 pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,

@@ -11,7 +11,7 @@ import pytest
 from iostack.core import paths
 from support import targets
 from iostack.regression import samples
-from iostack_rfm import gribcompare
+from iostack_rfm.jobs import gribcompare
 
 pytestmark = pytest.mark.skipif(not shutil.which("grib_ls"), reason="ecCodes tools not installed")
 JOB_ENV = {**os.environ, "PYTHONPATH": paths.job_pythonpath()}
@@ -152,7 +152,7 @@ def test_same_keys_different_bytes_is_caught(published, tmp_path):
 
 def test_an_unreadable_message_is_one_line_and_exit_2(published):
     corrupted = samples.source_dir("cfgrib", targets.settings().samples) / "era5-levels-corrupted.grib"
-    p = subprocess.run(["python3", "-m", "iostack_rfm.gribcompare", "compare",
+    p = subprocess.run(["python3", "-m", "iostack_rfm.jobs.gribcompare", "compare",
                         str(published["grib1"]), str(corrupted)], capture_output=True, text=True,
                        env=JOB_ENV)
     assert p.returncode == 2 and p.stderr == ""

@@ -1,5 +1,5 @@
 """The checks' GRIB input, written by the environment's ecCodes (`python3 -m
-iostack_rfm.gribgen`: grib_filter on its GRIB2 sample), is byte for byte what gribgen.c
+iostack_rfm.jobs.gribgen`: grib_filter on its GRIB2 sample), is byte for byte what gribgen.c
 (ecCodes' C API, the program the aarch64 cross check builds) writes; and ecCodes reads it
 back as the fields it names."""
 import os
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not shutil.which("grib_filter"), reason="ecCodes
 
 def gribgen_py(*args, cwd):
     env = {**os.environ, "PYTHONPATH": str(paths.REFRAME_DIR)}
-    return subprocess.run([sys.executable, "-m", "iostack_rfm.gribgen", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "iostack_rfm.jobs.gribgen", *map(str, args)],
                           cwd=cwd, env=env, capture_output=True, text=True)
 
 

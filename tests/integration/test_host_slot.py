@@ -1,4 +1,4 @@
-"""The host slot (iostack_rfm.slots) with ReFrame's async policy on `local`: timed checks
+"""The host slot (iostack_rfm.parsers.slots) with ReFrame's async policy on `local`: timed checks
 (tag `performance`) run with nothing beside them, not even a build; untimed ones still run
 two at a time. Checks of this file's own, so the run takes seconds; every job's stderr
 carries its slot stamps, which give the intervals compared. Where a test needs jobs side by
@@ -14,7 +14,7 @@ import pytest
 
 from iostack.core import paths
 from iostack.regression import reframe
-from iostack_rfm import slots
+from iostack_rfm.parsers import slots
 from support import targets
 
 pytestmark = pytest.mark.skipif(not shutil.which("flock"), reason="flock (util-linux) missing")

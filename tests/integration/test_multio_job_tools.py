@@ -1,4 +1,4 @@
-"""The job-side half of the MultIO checks (iostack_rfm.multio) on real GRIB and a real FDB:
+"""The job-side half of the MultIO checks (iostack_rfm.jobs.multio) on real GRIB and a real FDB:
 a file cut into one file per message, byte for byte (one left out for the missing-field
 control), multio-hammer's configuration as its source reads it, and what an FDB root
 holds counted from its data files."""
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from iostack.core import paths
-from iostack_rfm import gribcompare, multio
+from iostack_rfm.jobs import gribcompare, multio
 
 pytestmark = pytest.mark.skipif(not all(shutil.which(p) for p in ("grib_copy", "grib_ls",
                                                                    "codes_info", "fdb-write")),

@@ -19,7 +19,7 @@ import yaml
 from iostack.core import paths
 from iostack.spack import config as spack_config
 from iostack.regression import results
-from iostack_rfm import ifstest
+from iostack_rfm.jobs import ifstest
 from support import targets
 
 OPENIFS_48R1 = "6c93ad58cdb9711b088e7af3025a5b6de3780697"

@@ -62,6 +62,14 @@ def test_pip_install_gives_a_working_command_that_needs_the_repository_named(che
                "print(report._template().filename)", cwd=tmp_path)
     assert page.returncode == 0, page.stderr    # the report page's template, and Jinja2
     assert page.stdout.startswith(str(tmp_path / "venv")) and page.stdout.strip().endswith(".html")
+    # the job tools and the jobs' scripts came too, and a job tool needs no ReFrame
+    tool = run(bin_dir / "python", "-c", "import sys, iostack_rfm.jobs.gribcompare as g; "
+               "print(g.__file__); print('reframe' in sys.modules)", cwd=tmp_path)
+    assert tool.returncode == 0, tool.stderr
+    assert tool.stdout.startswith(str(tmp_path / "venv")) and tool.stdout.split()[1] == "False"
+    script = pathlib.Path(tool.stdout.split()[0]).parents[1] / "templates" / "fdb-throughput.sh"
+    assert script.is_file()
+    assert run(bin_dir / "python", "-m", "iostack_rfm.jobs.gribcompare", "--help", cwd=tmp_path).returncode == 0
 
     helped = run(bin_dir / "iostack", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "deploy" in helped.stdout and "nightly" in helped.stdout
@@ -85,7 +93,11 @@ def test_the_editable_install_of_set_up_is_the_checkout(checkout, tmp_path):
     p = run(bin_dir / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
             "-e", checkout, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    where = run(bin_dir / "python", "-c", "import iostack.core.paths as p, iostack_rfm.steps as s; "
+    where = run(bin_dir / "python", "-c", "import iostack.core.paths as p, iostack_rfm.parsers.steps as s; "
                 "print(p.REPO); print(s.__file__)", cwd="/")
-    assert where.stdout.split() == [str(checkout), str(checkout / "reframe-tests/iostack_rfm/steps.py")]
+    assert where.stdout.split() == [str(checkout), str(checkout / "reframe-tests/iostack_rfm/parsers/steps.py")]
     assert run(bin_dir / "iostack", "--help", cwd="/").returncode == 0
+    # as toolchains/fdb_roundtrip.py imports it: the installed package, no PYTHONPATH
+    tool = run(bin_dir / "python", "-c", "from iostack_rfm.jobs import gribcompare; "
+               "print(gribcompare.__file__)", cwd="/")
+    assert tool.stdout.split() == [str(checkout / "reframe-tests/iostack_rfm/jobs/gribcompare.py")]

@@ -13,7 +13,7 @@ from conftest import IOSTACK
 
 from iostack_testbed import slurm
 from iostack.regression import results
-from iostack_rfm import netcdf, slots
+from iostack_rfm.parsers import netcdf, slots
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The FDB throughput check's readers (iostack_rfm.fdb): the sync audit on strace logs as
+"""The FDB throughput check's readers (iostack_rfm.parsers.fdb): the sync audit on strace logs as
 strace 6.1 writes them for fio 3.33 and FDB 5.10.8 on this node (pids, `<unfinished ...>`
 and `<... resumed>` halves, signals), the like-for-like rates, CPU per GiB, the best writer
 count."""
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from iostack_rfm import fdb
+from iostack_rfm.parsers import fdb
 
 # fio --fdatasync=3 --end_fsync=1, two jobs of 6 and 9 fields (strace -f -qq -y)
 FIO_FLUSH = """\

@@ -6,7 +6,7 @@ import configparser
 import pytest
 
 from iostack.regression import references
-from iostack_rfm import io500
+from iostack_rfm.parsers import io500
 
 
 def read_ini(text):

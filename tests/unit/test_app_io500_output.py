@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from iostack_rfm import io500
+from iostack_rfm.parsers import io500
 
 # io500 application, standard mode (2022 on: "[SCORE ]" with a space)
 STANDARD_RUN = """\

@@ -5,7 +5,7 @@ import pathlib
 import pytest
 import yaml
 
-from iostack_rfm import io500
+from iostack_rfm.parsers import io500
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "io500"
 PROVENANCE = yaml.safe_load((DATA / "PROVENANCE.yaml").read_text())

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from iostack_rfm import ior
+from iostack_rfm.parsers import ior
 
 DATA = pathlib.Path(__file__).parents[1] / "data" / "ior"
 EXPECTED = dict(tasks=2, file_per_process=True, block="4m", segments=1, repetitions=3,

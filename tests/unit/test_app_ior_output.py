@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from iostack_rfm import ior
+from iostack_rfm.parsers import ior
 
 DATA = pathlib.Path(__file__).parents[1] / "data" / "ior"
 

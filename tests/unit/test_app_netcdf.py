@@ -1,5 +1,5 @@
 """The NetCDF output benchmark's workload table ([INMCM-NetCDF]) and what each mode must leave."""
-from iostack_rfm import netcdf
+from iostack_rfm.parsers import netcdf
 
 
 def test_bytes_per_day_are_the_seeds_megabytes():

@@ -1,6 +1,6 @@
-"""iostack_rfm.openfoam's case summary: what an OpenFOAM run wrote, and one digest over it, on case
+"""iostack_rfm.jobs.openfoam's case summary: what an OpenFOAM run wrote, and one digest over it, on case
 directories laid out as OpenFOAM writes them (fields in ASCII)."""
-from iostack_rfm import openfoam as foamcase
+from iostack_rfm.jobs import openfoam as foamcase
 
 
 def field(cells, first=1.5):

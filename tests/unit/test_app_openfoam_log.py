@@ -2,7 +2,7 @@
 numbers; the motorBike case of [OCI-OpenFOAM] solves U, p, k and omega)."""
 import pytest
 
-from iostack_rfm import openfoam
+from iostack_rfm.jobs import openfoam
 
 SIMPLEFOAM_LOG = """\
 /*---------------------------------------------------------------------------*\\

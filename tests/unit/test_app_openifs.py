@@ -4,7 +4,7 @@ forecast-days-per-day metric from logs."""
 import pytest
 
 from iostack.regression import references
-from iostack_rfm import openifs
+from iostack_rfm.jobs import openifs
 
 FORT4 = """\
  &NAMCT0

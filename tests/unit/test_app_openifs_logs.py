@@ -6,7 +6,7 @@ after 4:16 of wall time. The middle steps are left out; the parser needs no cont
 """
 import pytest
 
-from iostack_rfm import openifs
+from iostack_rfm.jobs import openifs
 
 IFS_STAT = """\
  10:20:31 0AAA00AAA CNT3                   0    4.104    4.104    4.287      0:04      0:04 0.15992473339643E-04    1190MB    3410KB    2204MB      0kJ    0W

@@ -1,9 +1,9 @@
 """The step pattern of the application checks: named, timed shell steps whose exit status
-and wall time come back from the job's output (iostack_rfm.steps)."""
+and wall time come back from the job's output (iostack_rfm.parsers.steps)."""
 
 import pytest
 
-from iostack_rfm import steps
+from iostack_rfm.parsers import steps
 
 
 def test_failed_lists_non_zero_and_missing_steps():

@@ -1,4 +1,4 @@
-"""The binding check's judge (reframe-tests/iostack_rfm/binding.py) on where Slurm puts ranks
+"""The binding check's judge (reframe-tests/iostack_rfm/parsers/binding.py) on where Slurm puts ranks
 on an ARCHER2 compute node (2 x 64-core EPYC 7742, NPS4, SMT on [ARCHER2-Hardware]; Linux
 numbers core i's second hardware thread i + 128) with ARCHER2's srun options
 (--hint=nomultithread --distribution=block:block [ARCHER2-Scheduler]), and without each of
@@ -7,7 +7,7 @@ the hint a task of one CPU gets a whole core, both its threads (srun(1), --distr
 --hint)."""
 import json
 
-from iostack_rfm import binding
+from iostack_rfm.parsers import binding
 
 CORES, SOCKETS, NPS = 128, 2, 4
 SRUN = ["--hint=nomultithread", "--distribution=block:block"]

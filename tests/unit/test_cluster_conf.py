@@ -3,7 +3,7 @@ directory), its choice of subnet, and the emulated sysfs of NPS2 nodes."""
 import ipaddress
 
 from iostack_testbed import cluster, slurm
-from iostack_rfm import nodestate
+from iostack_rfm.jobs import nodestate
 
 from ansible_helpers import make_sysfs  # noqa: E402
 

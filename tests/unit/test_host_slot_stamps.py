@@ -1,7 +1,7 @@
-"""The host slot's stamps (iostack_rfm.slots): the intervals a job held the slot, and the
+"""The host slot's stamps (iostack_rfm.parsers.slots): the intervals a job held the slot, and the
 jobs that kept a timed one company. The commands themselves run in
 tests/integration/test_host_slot.py."""
-from iostack_rfm import slots
+from iostack_rfm.parsers import slots
 
 TIMED = ("host-slot: shared from 10.0\nsome output\nhost-slot: waiting from 10.1\n"
          "host-slot: exclusive from 14.0\nhost-slot: released at 20.0\n")

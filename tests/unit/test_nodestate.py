@@ -1,4 +1,4 @@
-"""iostack_rfm.nodestate: digests of what a node holds, the judgement of a seven-step
+"""iostack_rfm.jobs.nodestate: digests of what a node holds, the judgement of a seven-step
 staging run from them, field-by-field comparison, and a node's hardware against its
 inventory facts."""
 import copy
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from iostack_rfm import nodestate
+from iostack_rfm.jobs import nodestate
 
 HOSTS = ["node1", "node2", "node3"]
 
@@ -272,7 +272,7 @@ def test_the_system_tools_are_found_without_sbin_on_path(monkeypatch):
     Debian keeps blkid: the hardware check still finds it."""
     import shutil
 
-    from iostack_rfm import nodestate
+    from iostack_rfm.jobs import nodestate
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     found = nodestate._tool("blkid")

@@ -62,7 +62,7 @@ def test_without_lmod_cmd_the_local_systems_use_no_modules(monkeypatch, tmp_path
     config = load_config(monkeypatch, tmp_path)
     for name in ("local", "local-slurm"):
         assert systems(config)[name]["modules_system"] == "nomod"
-        # no Lmod set-up; the host slot (iostack_rfm.slots) stays
+        # no Lmod set-up; the host slot (iostack_rfm.parsers.slots) stays
         assert [c for c in partition(config, f"{name}:default")["prepare_cmds"]
                 if "LMOD_CMD" in c or "init/bash" in c] == []
     assert "source /usr/share/lmod/lmod/init/bash" in capsys.readouterr().err

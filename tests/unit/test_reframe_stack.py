@@ -5,7 +5,7 @@ import pytest
 from iostack.deployment import stack
 from iostack.site import facts
 from iostack.site.target import SpackEnv
-from iostack_rfm import smoke
+from iostack_rfm.parsers import smoke
 
 
 def test_local_roots_come_from_the_lock_each_with_its_program():

@@ -5,7 +5,7 @@ import pytest
 import reframe.utility.sanity as sn
 from reframe.core.exceptions import SanityError
 
-from iostack_rfm import steps
+from iostack_rfm.parsers import steps
 from iostack_rfm.base import parsed
 
 

@@ -62,7 +62,7 @@ def reframe_config(site: str) -> pathlib.Path:
 
 def job_pythonpath() -> str:
     """PYTHONPATH of a job that runs the job-side tools (`python3 -m iostack.deployment.fdbconfig`,
-    `python3 -m iostack_rfm.gribcompare`, ...): stdlib only, so any python3 runs them."""
+    `python3 -m iostack_rfm.jobs.gribcompare`, ...): stdlib only, so any python3 runs them."""
     return f"{LIB}:{REFRAME_DIR}"
 
 

@@ -1,6 +1,6 @@
 """What a site's stack contains, read from its committed spack.lock: the root specs, each
 with the modules the Lmod hierarchy loads before its own. The stack smoke check makes a test
-case of each (iostack_rfm.smoke says how each program states its version), so the list of
+case of each (iostack_rfm.parsers.smoke says how each program states its version), so the list of
 packages is never kept by hand. Needs PyYAML only for a site's modules.yaml.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 /* Where a rank of a Slurm job step and its OpenMP threads run, seen from inside the job:
  * the CPUs /proc says each may run on and the binding hwloc reads, and the node's topology
  * (packages, NUMA domains, cores and their hardware threads) as hwloc sees it. Judged by
- * reframe-tests/iostack_rfm/binding.py against the site's NPS/SMT layout.
+ * reframe-tests/iostack_rfm/parsers/binding.py against the site's NPS/SMT layout.
  *
  *     srun ... binding_probe [--omp-places=cores] [--omp-proc-bind=close]
  *

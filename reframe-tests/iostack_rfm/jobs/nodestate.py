@@ -1,10 +1,10 @@
 """What one node holds, printed by a job step on that node and judged by the check: the
 job side of the multi-node checks (checks/openfoam_cluster.py, checks/node_hardware.py).
 
-    python3 -m iostack_rfm.nodestate tree CASE --label L     # bytes and sha256 by part
-    python3 -m iostack_rfm.nodestate fields CASE --label L   # sha256 of each field file
-    python3 -m iostack_rfm.nodestate hardware FACTS.json     # NUMA, SMT, huge pages, scratch
-    python3 -m iostack_rfm.nodestate layout                  # the job's nodes in rank order
+    python3 -m iostack_rfm.jobs.nodestate tree CASE --label L     # bytes and sha256 by part
+    python3 -m iostack_rfm.jobs.nodestate fields CASE --label L   # sha256 of each field file
+    python3 -m iostack_rfm.jobs.nodestate hardware FACTS.json     # NUMA, SMT, huge pages, scratch
+    python3 -m iostack_rfm.jobs.nodestate layout                  # the job's nodes in rank order
 
 Each prints one line, `nodestate: {json}`, naming the node it ran on (`host`), so a step
 run on every node (`srun --ntasks-per-node=1`) leaves one line per node in the job's

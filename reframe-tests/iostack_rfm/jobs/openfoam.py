@@ -17,7 +17,7 @@ openfoam.org prints "Time = 42s"; both are read.
 
 What a run left in its case directory, in the job:
 
-    python3 -m iostack_rfm.openfoam summary CASE [--label NAME] [--top]
+    python3 -m iostack_rfm.jobs.openfoam summary CASE [--label NAME] [--top]
 
 prints one line
 
@@ -79,7 +79,7 @@ def in_case(case, application, *args, mpi_command=None):
 
 
 def summary_command(case, label, top=False):
-    return (f'python3 -m iostack_rfm.openfoam summary {case} --label {label}'
+    return (f'python3 -m iostack_rfm.jobs.openfoam summary {case} --label {label}'
             + (' --top' if top else ''))
 
 
@@ -272,7 +272,7 @@ def summary_value(text: str, label: str, key: str, conv=str):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m iostack_rfm.openfoam",
+    ap = argparse.ArgumentParser(prog="python3 -m iostack_rfm.jobs.openfoam",
                                  description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("summary")

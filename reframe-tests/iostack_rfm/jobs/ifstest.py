@@ -1,8 +1,8 @@
 """OpenIFS's own test suite, ifs-test, without its CMake: the job-side half of OpenifsCheck
 (checks/openifs.py). Standard library only.
 
-    python3 -m iostack_rfm.ifstest stage --root DATA --cache DIR --entry SOURCE TARGET [EXTRACT] ...
-    python3 -m iostack_rfm.ifstest case --ifs-test DIR --case t21/test_fc --cache DIR \\
+    python3 -m iostack_rfm.jobs.ifstest stage --root DATA --cache DIR --entry SOURCE TARGET [EXTRACT] ...
+    python3 -m iostack_rfm.jobs.ifstest case --ifs-test DIR --case t21/test_fc --cache DIR \\
         --out RUN --executable IFSMASTER --cycle 48r1 --eccodes-share DIR
 
 ifs-test's CMake fetches its input data (storage.yaml: ifsdata, t21 inidata, ...) with
@@ -64,7 +64,7 @@ def stage(root: str, cache: str, entries: list[tuple[str, str, str | None]]) -> 
 
 
 IFS_ENV = """\
-# written by iostack_rfm.ifstest, as ifs-test's share/ifs_test/ifs_env.in would be configured
+# written by iostack_rfm.jobs.ifstest, as ifs-test's share/ifs_test/ifs_env.in would be configured
 export GRIB_DEFINITION_PATH={eccodes}/definitions
 export GRIB_SAMPLES_PATH={eccodes}/ifs_samples/grib1_mlgrib2
 export IFS_EXECUTABLE={executable}

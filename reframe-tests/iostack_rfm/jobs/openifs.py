@@ -3,13 +3,13 @@
 files with what the FDB run archived. Standard library only (plus ecCodes' and FDB's
 command-line tools in the job).
 
-    python3 -m iostack_rfm.openifs namelist fort.4 --set NAMCT0:LFDBOP=true ...
-    python3 -m iostack_rfm.openifs compare-fdb GRIB_RUN_DIR --fdb-root DIR
+    python3 -m iostack_rfm.jobs.openifs namelist fort.4 --set NAMCT0:LFDBOP=true ...
+    python3 -m iostack_rfm.jobs.openifs compare-fdb GRIB_RUN_DIR --fdb-root DIR
 
 `compare-fdb` takes every output file of the GRIB run, ICMGG<exp>+<step> (grid point) and
 ICMSH<exp>+<step> (spectral), retrieves the same fields from FDB (`fdb-read --extract`: the
 request is the file's own MARS keys; FDB5_CONFIG_FILE names the FDB run's config) and
-compares them message by message with iostack_rfm.gribcompare (counts, bytes, sha256,
+compares them message by message with iostack_rfm.jobs.gribcompare (counts, bytes, sha256,
 grib_compare). [OIFS-HECToR] also found the total bytes equal: the FDB data files (*.data, FDB4's
 *.dat) must hold exactly the GRIB files' bytes, and FDB must list exactly as many fields as
 the files hold. The last line says it all:
@@ -45,7 +45,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from iostack_rfm import gribcompare
+from iostack_rfm.jobs import gribcompare
 
 
 @dataclass(frozen=True)
@@ -319,7 +319,7 @@ def _assignment(text: str):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m iostack_rfm.openifs",
+    ap = argparse.ArgumentParser(prog="python3 -m iostack_rfm.jobs.openifs",
                                  description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     n = sub.add_parser("namelist", help="set namelist variables in place")

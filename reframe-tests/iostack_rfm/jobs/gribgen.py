@@ -11,7 +11,7 @@ reframe-tests/src/gribgen/gribgen.c (the same set through ecCodes' C API, which 
 output comparison test compiles), and so are the bytes: tests/integration/test_gribgen.py
 compares the two.
 
-    python3 -m iostack_rfm.gribgen OUTPUT [NSTEPS [NLEVELS [NLAT NLON]]] [--count N]
+    python3 -m iostack_rfm.jobs.gribgen OUTPUT [NSTEPS [NLEVELS [NLAT NLON]]] [--count N]
 
 prints `gribgen: messages=N bytes=B`; `--count N` writes the first N fields only. Standard
 library only; grib_filter and codes_info come from PATH.

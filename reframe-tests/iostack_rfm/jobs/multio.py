@@ -1,10 +1,10 @@
 """MultIO, the IFS I/O server library, writing GRIB into FDB: the job-side half of
 checks/multio_fdb.py. Standard library only (ecCodes' tools from PATH).
 
-    python3 -m iostack_rfm.multio split GRIB DIR [--skip K]
-    python3 -m iostack_rfm.multio sinks OUT
-    python3 -m iostack_rfm.multio hammer-config OUT --params N
-    python3 -m iostack_rfm.multio hammer --config CFG --template GRIB --nsteps S \
+    python3 -m iostack_rfm.jobs.multio split GRIB DIR [--skip K]
+    python3 -m iostack_rfm.jobs.multio sinks OUT
+    python3 -m iostack_rfm.jobs.multio hammer-config OUT --params N
+    python3 -m iostack_rfm.jobs.multio hammer --config CFG --template GRIB --nsteps S \
         --members M --fdb-root ROOT
 
 OpenIFS 48r1 writes its output through MultIO's IFS interface (ifs-source
@@ -24,7 +24,7 @@ parameter and step, as FDB's throughput check's workload). multio-hammer prints 
 statistics of its own: `hammer` runs it once per ensemble member and prints, in
 fdb-hammer's `Name: value` form, the fields and bytes FDB's data files hold afterwards
 (ecCodes counts the messages in them), the flushes (one per step and member) and the
-hammer's wall time, so that iostack_rfm.fdb reads either writer alike.
+hammer's wall time, so that iostack_rfm.parsers.fdb reads either writer alike.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import argparse
 import os
 import sys
 
-from iostack_rfm import gribcompare
+from iostack_rfm.jobs import gribcompare
 
 #: the MultIO configuration of one FDB sink: FDB itself reads FDB5_CONFIG_FILE
 SINKS_YAML = """\

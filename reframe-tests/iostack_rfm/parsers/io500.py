@@ -323,7 +323,7 @@ class IO500Config:
         return sections
 
     def render(self) -> str:
-        lines = ["# written by iostack_rfm.io500 for the IO500 check"]
+        lines = ["# written by iostack_rfm.parsers.io500 for the IO500 check"]
         for section, options in self.sections().items():
             lines.append(f"[{section}]")
             lines += [f"{key} = {value}" for key, value in options.items()]

@@ -8,10 +8,10 @@ position. ecCodes reads everything: where each message starts and ends (`offset`
 `grib_ls -j -n mars` reports it, so surface fields have no levelist and ensemble members a
 number). Editions 1 and 2 alike.
 
-    python3 -m iostack_rfm.gribcompare compare REFERENCE CANDIDATE [--expect N]
-    python3 -m iostack_rfm.gribcompare flip-bit FILE [--message K]
-    python3 -m iostack_rfm.gribcompare requests FILE
-    python3 -m iostack_rfm.gribcompare gather FILE|DIRECTORY OUT
+    python3 -m iostack_rfm.jobs.gribcompare compare REFERENCE CANDIDATE [--expect N]
+    python3 -m iostack_rfm.jobs.gribcompare flip-bit FILE [--message K]
+    python3 -m iostack_rfm.jobs.gribcompare requests FILE
+    python3 -m iostack_rfm.jobs.gribcompare gather FILE|DIRECTORY OUT
 
 `compare` exits 0 only when every message of each file has a byte-identical twin holding
 the same field in the other (so reordering alone is no difference, but a missing message,

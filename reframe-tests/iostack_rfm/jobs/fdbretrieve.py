@@ -1,6 +1,6 @@
 """Retrieve a GRIB file's fields back from FDB by MARS request, with whichever FDB is on PATH.
 
-    python3 -m iostack_rfm.fdbretrieve REFERENCE OUT
+    python3 -m iostack_rfm.jobs.fdbretrieve REFERENCE OUT
 
 One `fdb-read` per MARS key set of REFERENCE (`gribcompare.requests`), their outputs
 concatenated into OUT. Some FDBs cannot expand some requests: FDB 5.10.8 (metkit 1.9)
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-from iostack_rfm import gribcompare
+from iostack_rfm.jobs import gribcompare
 
 
 def _error_line(output: str) -> str:
