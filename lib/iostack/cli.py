@@ -9,7 +9,7 @@ import os
 import pathlib
 import sys
 
-from iostack.core import paths
+from iostack.core import paths, trust
 from iostack.core.errors import IostackError
 from iostack.core.process import run
 from iostack.core.settings import Settings
@@ -545,6 +545,8 @@ def main(argv=None, environ=None):
     try:
         paths.require_repo()
         settings = Settings.from_environ(os.environ if environ is None else environ)
+        # before anything runs as root (a no-op otherwise): --help has exited already
+        trust.require(paths.REPO, settings.executed_trees)
         return args.func(settings, args)
     except KeyboardInterrupt:
         return 130

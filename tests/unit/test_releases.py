@@ -366,3 +366,108 @@ def test_module_chains_say_what_loads_each_package_of_the_release(tmp_path):
     assert '  ["fdb"] = {"openmpi/4.1.4", "fdb/5.13.106"},\n' in text
     assert '  ["eccodes"] = {"eccodes/2.28.0"},\n' in text
     assert text.endswith("}\n")
+
+
+# --- a shared root: prune and deploy hold its lock against every host (iostack.core.lease) --
+
+def foreign_lock(root, until, host="other-node", pid=4242):
+    """The root's lock as a deploy on another host leaves it, its lease ending at `until`."""
+    stamp = until.strftime("%Y-%m-%dT%H:%M:%SZ")
+    lock = root / releases.ROOT_LOCK
+    lock.write_text(json.dumps({"host": host, "pid": pid, "user": "svc", "what": "deploy of local",
+                                "started": "2026-01-01T00:00:00Z", "lease_until": stamp,
+                                "token": "theirs"}))
+    return lock
+
+
+def on_disk(root):
+    return sorted((str(p.relative_to(root)), p.read_bytes() if p.is_file() else None)
+                  for p in root.rglob("*"))
+
+
+def soon(seconds):
+    return datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def three(tmp_path):
+    """A root with three releases, the newest current: prune --keep 0 would remove the first."""
+    for rid in IDS[:3]:
+        make_release(tmp_path, rid)
+    releases.switch(tmp_path, IDS[2])
+    return tmp_path
+
+
+def test_prune_is_refused_while_another_host_holds_the_root(three, iostack):
+    lock = foreign_lock(three, soon(300))
+    before = on_disk(three)
+    p = iostack("prune", "--root", three, "--keep", "0", "--keep-installs")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "on host other-node" in p.stderr and "lease ends at" in p.stderr, p.stderr
+    assert json.loads(lock.read_text())["lease_until"] in p.stderr
+    assert on_disk(three) == before         # nothing removed, their lock left alone
+
+
+def test_prune_takes_over_a_lease_past_its_end(three, capsys):
+    foreign_lock(three, soon(-60))
+    removed, _ = releases.prune(targets.of(three), keep=0, garbage=False)
+    assert removed == [IDS[0]]
+    assert "took over" in capsys.readouterr().out
+    assert not (three / releases.ROOT_LOCK).exists()    # released at the end
+
+
+def test_prune_takes_over_a_lock_of_this_host_whose_process_is_gone(three):
+    import socket
+    foreign_lock(three, soon(300), host=socket.gethostname(), pid=2 ** 22 + 1)  # > pid_max
+    assert releases.prune(targets.of(three), keep=0, garbage=False)[0] == [IDS[0]]
+
+
+def test_prune_is_refused_by_a_live_process_of_this_host(three):
+    import socket
+    foreign_lock(three, soon(300), host=socket.gethostname(), pid=os.getppid())
+    with pytest.raises(releases.lease.Held, match="pid"):
+        releases.prune(targets.of(three), keep=0, garbage=False)
+    assert len(releases.listing(three)) == 3
+
+
+def test_prune_refuses_while_a_kept_release_cannot_be_read(three, monkeypatch):
+    # the current release's record damaged: gc would not know its environment and would
+    # uninstall what users load; nothing is removed, not even the old release
+    monkeypatch.setattr(releases, "collect_garbage",
+                        lambda *a: pytest.fail("garbage collected past an unreadable release"))
+    meta = three / "releases" / IDS[2] / "release.json"
+    meta.write_text('{"id": "' + IDS[2] + '", "creat')
+    before = on_disk(three)
+    for dry_run in (True, False):
+        with pytest.raises(releases.ReleaseError,
+                           match=f"release {IDS[2]}: its release.json cannot be read"):
+            releases.prune(targets.of(three), keep=0, dry_run=dry_run)
+    assert on_disk(three) == before
+    meta.write_text("[]")                   # valid JSON, not a release's record
+    before = on_disk(three)
+    with pytest.raises(releases.ReleaseError, match="not a release's record"):
+        releases.prune(targets.of(three), keep=0, garbage=False)
+    assert on_disk(three) == before
+
+
+def test_deploy_holds_the_root_so_a_prune_elsewhere_waits(fake_build):
+    root = fake_build
+    refusals = []
+
+    def regression(target, extras):
+        # a prune during the deploy (what another host's prune meets)
+        with pytest.raises(releases.lease.Held, match="deploy of local") as e:
+            releases.prune(targets.of(root), keep=0, garbage=False)
+        refusals.append(str(e.value))
+        return 0
+    assert deploy.deploy(targets.of(root), regression=regression) == 0
+    assert refusals and not (root / releases.ROOT_LOCK).exists()
+
+
+def test_deploy_is_refused_while_another_host_prunes(fake_build):
+    root = fake_build
+    root.mkdir()
+    foreign_lock(root, soon(300))
+    with pytest.raises(releases.lease.Held, match="other-node"):
+        deploy.deploy(targets.of(root), regression=lambda t, e: 0)
+    assert releases.listing(root) == []

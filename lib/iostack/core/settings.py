@@ -117,6 +117,22 @@ class Settings:
         return self.venv / "bin" / "python"
 
     @property
+    def spack_tree(self) -> pathlib.Path:
+        """The Spack checkout commands run: SPACK_ROOT, else set-up's."""
+        return self.spack_root or self.cache / "spack"
+
+    @property
+    def packages_tree(self) -> pathlib.Path:
+        """The spack-packages checkout (the builtin recipes): IOSTACK_SPACK_PACKAGES, else
+        set-up's."""
+        return self.spack_packages or self.cache / "spack-packages"
+
+    @property
+    def executed_trees(self) -> list[pathlib.Path]:
+        """What a command runs code or keys from besides the checkout (iostack.core.trust)."""
+        return [self.venv, self.spack_tree, self.packages_tree, self.key_ring]
+
+    @property
     def key_ring(self) -> pathlib.Path:
         """Spack's GnuPG home: the build-cache keys this node trusts."""
         return self.cache / "gpg"

@@ -180,6 +180,14 @@ def deploy(target: Target, buildcache: pathlib.Path | None = None,
     switch `current` to it if that returned 0 (and `switch`). Returns the exit status."""
     root, env = target.root, target.env
     roots.require_writable(root)
+    # held to the end: a prune on any host must not remove the release or its installs
+    with releases.hold_root(root, f"deploy of {env}"):
+        return _deploy(target, buildcache, regression, switch)
+
+
+def _deploy(target: Target, buildcache: pathlib.Path | None, regression: Regression | None,
+            switch: bool) -> int:
+    root, env = target.root, target.env
     print(f"iostack: deploying {env} into {root}")
     release = releases.create(root, env, provenance.git_commit(), env.committed_lock)
     print(f"iostack: release {release.id}: {release.path}")

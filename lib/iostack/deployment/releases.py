@@ -15,6 +15,7 @@ its regression on it, and only then moves `current` to it, in one rename. Users 
     <root>/releases/switches.log every switch: when, from, to, who
     <root>/current -> releases/<id>
     <root>/reframe/results.db    every release's regression sessions, for `report`
+    <root>/.lock                 who deploys or prunes, on any host (iostack.core.lease)
 
 A release id names its date (UTC), the repository commit and the lock's sha256, sortable
 by date: 20250612T013045Z-69e86d3a1b-3f2a9c1b07 (`-dirty` after the commit when the
@@ -35,7 +36,7 @@ import shutil
 import socket
 import time
 
-from iostack.core import digest
+from iostack.core import digest, lease
 from iostack.core.errors import Failed
 from iostack.deployment.layout import CURRENT, LOCK, META, RELEASES, is_release
 from iostack.site.target import SpackEnv, Target
@@ -58,6 +59,8 @@ class ReleaseError(Failed):
 class Release:
     path: pathlib.Path
     meta: dict
+    #: why its release.json cannot be read, if it cannot
+    problem: str | None = None
 
     @property
     def id(self) -> str:
@@ -126,14 +129,28 @@ def _write_json(path: pathlib.Path, data: dict) -> None:
 def load(path: pathlib.Path) -> Release:
     try:
         meta = json.loads((path / META).read_text())
+        if not isinstance(meta, dict) or not meta.get("created") \
+                or not (meta.get("env") or meta.get("site")):
+            raise ValueError("not a release's record (no created, env or site)")
     except (OSError, ValueError) as e:
-        meta = {"regression": f"unreadable {META}: {e.__class__.__name__}"}
+        why = f"{e.__class__.__name__}: {e}"
+        return Release(path, {"regression": f"unreadable {META}: {e.__class__.__name__}"}, why)
     return Release(path, meta)
 
 
 def record(release: Release, **fields) -> None:
     release.meta.update(fields)
     _write_json(release.path / META, release.meta)
+
+
+#: the root's lock that every host honours (deploy and prune hold it)
+ROOT_LOCK = ".lock"
+
+
+def hold_root(root: pathlib.Path, what: str):
+    """Hold the deployment root against deploys and prunes on any host (iostack.core.lease):
+    a prune must not remove what a deploy elsewhere is building, nor Spack's gc its installs."""
+    return lease.hold(root / ROOT_LOCK, what)
 
 
 @contextlib.contextmanager
@@ -290,6 +307,13 @@ def plan_prune(root: pathlib.Path, keep: int) -> tuple[list[Release], list[Relea
     if keep < 0:
         raise ReleaseError(f"--keep must be 0 or more, not {keep}")
     every = listing(root)
+    # one that cannot be read cannot be dated (it would sort oldest, and go) nor say which
+    # installs it needs (gc would remove them): nothing is pruned until it is repaired
+    for r in every:
+        if r.problem:
+            raise ReleaseError(f"release {r.id}: its {META} cannot be read ({r.problem}), so "
+                               "prune cannot tell its age nor the installs it needs: nothing "
+                               f"was removed; repair or move away {r.path / META}")
     protected = {current(root), previous(root)}
     newest = {r.id for r in every[max(0, len(every) - keep):]} if keep else set()
     remove = [r for r in every
@@ -335,7 +359,10 @@ def prune(target: Target, keep: int, dry_run: bool = False,
     """Remove all but the `keep` newest releases (see plan_prune), then the installs only
     they used. Returns (removed ids, kept ids)."""
     root = target.root
-    with locked(root):
+    if not releases_dir(root).is_dir():
+        raise ReleaseError(f"no releases in {releases_dir(root)}")
+    # a dry run changes nothing, so it needs no lock
+    with contextlib.nullcontext() if dry_run else hold_root(root, "prune"), locked(root):
         gone, kept = plan_prune(root, keep)
         if not dry_run:
             remove(gone)

@@ -49,8 +49,7 @@ def foreign_config(spack_root: pathlib.Path) -> list[pathlib.Path]:
 
 def locate(settings: Settings) -> tuple[pathlib.Path, pathlib.Path]:
     """(spack root, spack-packages checkout) or SpackMissing saying what is missing."""
-    root = settings.spack_root or settings.cache / "spack"
-    pkgs = settings.spack_packages or settings.cache / "spack-packages"
+    root, pkgs = settings.spack_tree, settings.packages_tree
     if not (root / "bin" / "spack").is_file():
         raise SpackMissing(f"Spack not found at {root}: {how_to_provide()}")
     if not (pkgs / "repos" / "spack_repo" / "builtin" / "repo.yaml").is_file():
