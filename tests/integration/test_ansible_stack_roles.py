@@ -304,7 +304,7 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path, service_acc
     # exactly what the nightly writes: the results DB and runs, the reports, Spack's caches,
     # the current release's state
     assert settings["ReadWritePaths"] == [" ".join([
-        f"{root}/reframe", str(reports), f"{root}/cache", f"{root}/spack-env",
+        f"{root}/reframe", str(reports), f"{root}/cache/user", f"{root}/spack-env",
         f"{root}/iostack-cache/spack-misc", f"-{root}/current/reframe"])]
     # a system account without a login shell, owning what the nightly writes
     import grp
@@ -313,7 +313,7 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path, service_acc
     assert account.pw_shell == "/usr/sbin/nologin" and account.pw_dir == str(tmp_path / "home")
     assert 0 < account.pw_uid < 1000 and grp.getgrgid(account.pw_gid).gr_name == service_account
     assert not list((tmp_path / "home").iterdir())   # no /etc/skel shell files
-    for path in (root / "reframe", reports, root / "cache", root / "spack-env", root / "iostack-cache/spack-misc"):
+    for path in (root / "reframe", reports, root / "cache/user", root / "spack-env", root / "iostack-cache/spack-misc"):
         assert path.stat().st_uid == account.pw_uid, path
     if can_score():
         score, rating = exposure(service)
