@@ -18,8 +18,10 @@ def _machine_state(repo: pathlib.Path) -> dict:
     """Things a real (non-check) run of the local site would change."""
     paths = ["/etc/profile.d/iostack-modules.sh", "/etc/systemd/system/iostack-nightly.service",
              "/etc/systemd/system/iostack-nightly.timer", "/etc/tmpfiles.d/iostack-nightly.conf",
-             str(repo / "deploy/local")]
+             "/var/lib/iostack", str(repo / "deploy/local")]
     return {
+        # the nightly's service account (reframe_nightly_user)
+        "account": subprocess.run(["getent", "passwd", "iostack"], capture_output=True).returncode,
         "exists": {p: os.path.exists(p) for p in paths},
         "nr_hugepages": pathlib.Path("/proc/sys/vm/nr_hugepages").read_text(),
         "fstab": pathlib.Path("/etc/fstab").read_bytes() if os.path.exists("/etc/fstab") else b"",

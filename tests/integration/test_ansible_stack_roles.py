@@ -8,7 +8,9 @@
   in for the pinned ones; a stand-in bin/iostack records how deploy is called. With the
   real pins.json, the stand-ins are at the wrong commits and the role refuses them.
 - reframe_nightly: units rendered to tmp_path, checked by systemd-analyze
-  verify when it is usable, and parsed in any case.
+  verify when it is usable, and parsed in any case; the service account (a throwaway
+  name, removed afterwards) is created for real, and the sandbox scored by
+  `systemd-analyze security --offline=yes`.
 """
 from __future__ import annotations
 
@@ -226,13 +228,61 @@ def test_spack_stack_refuses_a_checkout_that_is_not_the_pinned_commit(stack_sour
 
 # --- reframe_nightly ----------------------------------------------------------------
 
-def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
+#: `systemd-analyze security --offline=yes` of the unit (systemd 252): 9.6 UNSAFE as root
+#: without the sandbox, 3.1 OK with it; as the account without the sandbox lines 9.2 UNSAFE
+EXPOSURE_BOUND = 3.5
+#: what the unit must set (issue 33), each as written
+SANDBOX = {"NoNewPrivileges": "yes", "ProtectSystem": "strict", "PrivateTmp": "yes",
+           "PrivateDevices": "yes", "ProtectKernelTunables": "yes", "ProtectKernelModules": "yes",
+           "ProtectKernelLogs": "yes", "ProtectControlGroups": "yes", "RestrictSUIDSGID": "yes",
+           "LockPersonality": "yes", "RestrictRealtime": "yes", "RestrictNamespaces": "yes",
+           "SystemCallArchitectures": "native", "CapabilityBoundingSet": "", "UMask": "0027"}
+
+
+def unit_settings(path: pathlib.Path) -> dict[str, list[str]]:
+    """{key: [values]} of a unit's [Service] section, repeated keys (Environment=) kept."""
+    out: dict[str, list[str]] = {}
+    section = None
+    for line in path.read_text().splitlines():
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif section == "Service" and "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            out.setdefault(key, []).append(value)
+    return out
+
+
+def exposure(unit: pathlib.Path) -> tuple[float, str]:
+    res = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(unit)],
+                         capture_output=True, text=True, env={**os.environ, "SYSTEMD_LOG_LEVEL": "err"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    level = res.stdout.strip().splitlines()[-1].split(": ", 1)[1].split()
+    return float(level[0]), level[1]
+
+
+@pytest.fixture
+def service_account(tmp_path):
+    """A throwaway name for the account the role creates, removed (with its group) afterwards."""
+    name = f"iostack-t{os.getpid()}"
+    yield name
+    subprocess.run(["userdel", name], capture_output=True)
+    subprocess.run(["groupdel", name], capture_output=True)
+
+
+def can_score() -> bool:
+    analyze = shutil.which("systemd-analyze")
+    return bool(analyze) and subprocess.run([analyze, "security", "--help"], capture_output=True,
+                                            text=True).stdout.count("--offline") > 0
+
+
+def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path, service_account):
     repo = git_repo(tmp_path / "iostack", {"bin/iostack": FAKE_IOSTACK})
     units, tmpfiles, reports = tmp_path / "units", tmp_path / "tmpfiles.d", tmp_path / "reports"
     role_vars = {"iostack_root": str(tmp_path / "root"), "iostack_site": "cray-ex", "iostack_repo_dir": str(repo),
                  "iostack_account": "x01",
                  "reframe_nightly_unit_dir": str(units), "reframe_nightly_tmpfiles_dir": str(tmpfiles),
-                 "reframe_nightly_report_dir": str(reports), "reframe_nightly_retention_days": 14}
+                 "reframe_nightly_report_dir": str(reports), "reframe_nightly_retention_days": 14,
+                 "reframe_nightly_user": service_account, "reframe_nightly_home": str(tmp_path / "home")}
     first = run_role(venv_bin, "reframe_nightly", role_vars, tmp_path)
     assert first.rc == 0, first.explain()
 
@@ -241,7 +291,33 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
     svc.read(service)
     # the site's budget: ARCHER2 refuses a job without one [ARCHER2-Scheduler]
     assert svc["Service"]["ExecStart"] == f"{repo}/bin/iostack nightly --site cray-ex --account x01"
-    assert svc["Service"]["Environment"] == f"IOSTACK_ROOT={tmp_path / 'root'}"
+    root = tmp_path / "root"
+    settings = unit_settings(service)
+    # the deploy's stack, Spack and cache (spack_stack's defaults), whose key ring is <cache>/gpg
+    assert settings["Environment"] == [f"IOSTACK_ROOT={root}", f"IOSTACK_CACHE={root}/iostack-cache",
+                                       f"SPACK_ROOT={root}/spack", f"IOSTACK_SPACK_PACKAGES={root}/spack-packages"]
+    assert settings["User"] == [service_account] and settings["Group"] == [service_account]
+    assert {k: settings.get(k) for k in SANDBOX} == {k: [v] for k, v in SANDBOX.items()}
+    assert settings["ProtectHome"] == ["yes"]
+    assert "IPAddressDeny" not in settings and "SystemCallFilter" not in settings
+    assert settings["RestrictAddressFamilies"] == ["AF_UNIX AF_INET AF_INET6 AF_NETLINK"]
+    # exactly what the nightly writes: the results DB and runs, the reports, Spack's caches,
+    # the current release's state
+    assert settings["ReadWritePaths"] == [" ".join([
+        f"{root}/reframe", str(reports), f"{root}/cache/user", f"{root}/spack-env",
+        f"{root}/iostack-cache/spack-misc", f"-{root}/current/reframe"])]
+    # a system account without a login shell, owning what the nightly writes
+    import grp
+    import pwd
+    account = pwd.getpwnam(service_account)
+    assert account.pw_shell == "/usr/sbin/nologin" and account.pw_dir == str(tmp_path / "home")
+    assert 0 < account.pw_uid < 1000 and grp.getgrgid(account.pw_gid).gr_name == service_account
+    assert not list((tmp_path / "home").iterdir())   # no /etc/skel shell files
+    for path in (root / "reframe", reports, root / "cache/user", root / "spack-env", root / "iostack-cache/spack-misc"):
+        assert path.stat().st_uid == account.pw_uid, path
+    if can_score():
+        score, rating = exposure(service)
+        assert score <= EXPOSURE_BOUND, (score, rating)
     assert svc["Service"]["Type"] == "oneshot"
     tim = configparser.ConfigParser(strict=False, interpolation=None)
     tim.read(timer)
@@ -250,7 +326,7 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
     assert tim["Install"]["WantedBy"] == "timers.target"
     rules = [line for line in (tmpfiles / "iostack-nightly.conf").read_text().splitlines()
              if line and not line.startswith("#")]
-    assert rules == [f"d {reports} 0755 root - 14d",
+    assert rules == [f"d {reports} 0750 {service_account} {service_account} 14d",
                      f"e {tmp_path / 'root'}/releases/*/reframe/reports - - - 14d"]
     tmpfiles_tool = shutil.which("systemd-tmpfiles")
     if tmpfiles_tool:   # the rules parse (a syntax error exits 65); they name only tmp_path
@@ -274,3 +350,27 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path):
     assert third.rc == 0, third.explain()
     svc.read(service)
     assert svc["Service"]["ExecStart"] == f"{repo}/bin/iostack nightly --site cray-ex"
+    # a checkout under /home stays readable: ProtectHome=read-only, not yes
+    fourth = run_role(venv_bin, "reframe_nightly", {**role_vars, "iostack_repo_dir": "/home/ops/iostack"}, tmp_path)
+    assert fourth.rc == 0, fourth.explain()
+    assert unit_settings(service)["ProtectHome"] == ["read-only"]
+
+
+def test_reframe_nightly_check_mode_writes_nothing_and_root_is_refused(venv_bin, tmp_path, service_account):
+    """--check plans the account and the units and creates neither; an account of root (the
+    old default) is refused before anything is written."""
+    role_vars = {"iostack_root": str(tmp_path / "root"), "iostack_site": "cray-ex",
+                 "iostack_repo_dir": str(tmp_path / "iostack"), "reframe_nightly_user": service_account,
+                 "reframe_nightly_home": str(tmp_path / "home"),
+                 "reframe_nightly_unit_dir": str(tmp_path / "units"),
+                 "reframe_nightly_tmpfiles_dir": str(tmp_path / "tmpfiles.d")}
+    plan = run_role(venv_bin, "reframe_nightly", role_vars, tmp_path, check=True)
+    assert plan.rc == 0, plan.explain()
+    assert f"as {service_account}, sandboxed, writing only {tmp_path / 'root'}/reframe," in plan.messages()
+    assert subprocess.run(["getent", "passwd", service_account], capture_output=True).returncode == 2
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("vars-")) == []
+
+    refused = run_role(venv_bin, "reframe_nightly", {**role_vars, "reframe_nightly_user": "root"}, tmp_path)
+    assert refused.rc != 0
+    assert "the nightly runs as an unprivileged account (reframe_nightly_user 'root'" in refused.messages()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("vars-")) == []
