@@ -63,7 +63,7 @@ class Mode(NamedTuple):
     packages: str = "nightly"
 
 
-_NIGHTLY = frozenset({"CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
+_NIGHTLY = frozenset({"BindingCheck", "CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
                       "FdbThroughputCheck", "FdbWriterScalingCheck", "IO500Check",
                       "IorLayoutCheck", "MdtestScalingCheck", "MotorBikeStagingCheck",
                       "MultioBitIdentityCheck", "MultioHammerThroughputCheck",
@@ -181,7 +181,8 @@ def preflight(target: Target, mode: str, env=None) -> None:
                            f"{listing.error or f'exit code {listing.rc}'}; nothing was run")
     missing = sorted(MODES[mode].checks - listing.checks)
     if missing:
-        why = "; ".join(listing.skipped) or "no test of theirs has the mode's tags"
+        skipped = listing.skipped or reframe.load_warnings(target, mode, env_extra=env)
+        why = "; ".join(skipped) or "no test of theirs has the mode's tags"
         raise IostackError(f"mode {mode} must run {', '.join(missing)}, which did not load "
                            f"({why}); the checks each mode must run are listed in "
                            "lib/iostack/regression/nightly.py MODES; nothing was run")

@@ -113,7 +113,8 @@ class Listing(NamedTuple):
     rc: int
     #: check classes ReFrame loaded and the mode selects, on any partition
     checks: set[str]
-    #: first line of each "skipping test file" warning: a check file that failed to load
+    #: first line of each "skipping test file" warning ReFrame printed (none under
+    #: --describe: load_warnings finds them)
     skipped: list[str]
     #: ReFrame's error line when it refused to start (unknown system, bad mode)
     error: str
@@ -138,6 +139,15 @@ def list_checks(target: Target, mode=None, env_extra=None, select=(),
         error = error or f"reframe --describe printed no JSON: {proc.stdout[:200]!r}"
     return Listing(proc.returncode, {t["@class"] for t in described},
                    re.findall(r"WARNING: (skipping test file .*)", said), error)
+
+
+def load_warnings(target: Target, mode=None, env_extra=None) -> list[str]:
+    """The "skipping test file" warnings of a mode's check files: `--describe` keeps
+    ReFrame's log at ERROR, so they come from a listing (`-l`) run for this alone."""
+    cmd = command(target, mode) + ["-l", "--skip-system-check", "--skip-prgenv-check",
+                                   "--nocolor"]
+    proc = process.capture(cmd, env_extra=_env(target, env_extra))
+    return re.findall(r"WARNING: (skipping test file .*)", _ANSI.sub("", proc.stdout + proc.stderr))
 
 
 class Outcome(NamedTuple):
