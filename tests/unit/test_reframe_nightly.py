@@ -44,6 +44,7 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
 
     monkeypatch.setattr(reframe, "reframe", run)
     monkeypatch.setattr(reframe, "list_checks", list_checks)
+    monkeypatch.setattr(reframe, "load_warnings", lambda target, mode=None, env_extra=None: [])
     monkeypatch.setattr(nightly.results, "is_stored", lambda target, uuid: uuid in in_db)
     # the node's packages and the checkout's commit, as dpkg and git would say them
     monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: [])
@@ -328,6 +329,7 @@ def test_the_health_gate_drains_a_drifted_node_from_the_performance_checks_only(
 
     monkeypatch.setattr(reframe, "reframe", run)
     monkeypatch.setattr(reframe, "list_checks", list_checks)
+    monkeypatch.setattr(reframe, "load_warnings", lambda target, mode=None, env_extra=None: [])
     monkeypatch.setattr(nightly.results, "is_stored", lambda target, uuid: True)
     monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: [])
     monkeypatch.setattr(nightly.provenance, "git_commit", lambda: "c0ffee" * 6 + "c0ff")
