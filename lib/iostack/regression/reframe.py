@@ -158,13 +158,20 @@ class Outcome(NamedTuple):
     timed_out: bool
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def reframe(target: Target, extra=(), mode=None, env_extra=None,
             deadline: float | None = None, pass_fds=()) -> Outcome:
     """`reframe -r`, its output passed through as it comes; at `deadline` (time.monotonic())
     it gets SIGINT, so that it cancels its jobs, and is killed STOP_GRACE seconds later."""
     cmd = command(target, mode) + ["-r", *extra]
+    # SIGINT at its default in ReFrame even where ours is ignored (a script's background
+    # job inherits it ignored, and a program cannot trap what it was started ignoring)
     proc = process.start(cmd, env_extra=_env(target, env_extra), text=True, errors="replace",
-                         stdout=process.PIPE, stderr=process.STDOUT, pass_fds=pass_fds)
+                         stdout=process.PIPE, stderr=process.STDOUT, pass_fds=pass_fds,
+                         preexec_fn=_default_sigint)
     notes: dict[str, str] = {}
 
     stdout = proc.stdout
