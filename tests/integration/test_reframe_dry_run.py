@@ -99,7 +99,7 @@ def test_oci_jobs_bind_per_nps_mode(dry_runs):
         scripts = job_scripts(prefix, nps, "FdbThroughputCheck")
         assert scripts, nps
         for s in scripts:
-            assert f"#SBATCH --partition=compute-{nps}" in s
+            assert f"#SBATCH --partition={nps}" in s     # Oracle Japan's partitions [OCI-Tips-SlurmOps]
             assert re.search(rf"\nsrun {bind} --distribution=block:cyclic bash ", s), s
             assert "/mnt/localdisk/iostack-rfm/" in s
             # UCX on the cluster-network NIC, as Oracle's stack runs MPI [OCI-HPC-Stack]

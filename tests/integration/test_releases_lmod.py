@@ -40,7 +40,7 @@ def make_release(root: pathlib.Path, rid: str, modules: int = 60) -> pathlib.Pat
     lmodcache.generate(path, root / "current" / "modulefiles" / "Core")
     lmodcache.present_as(path, root / "current" / "modulefiles" / "Core")
     (path / "release.json").write_text(json.dumps({
-        "id": rid, "regression": releases.PASSED, "created": rid[:15],
+        "id": rid, "regression": releases.PASSED, "created": rid[:15], "site": "local",
         "modulefiles_sha256": releases.tree_digest(path / "modulefiles")}))
     return path
 
