@@ -15,6 +15,7 @@ from iostack.core import paths
 from iostack.deployment import stack
 from iostack.spack import config
 from iostack.site.target import SpackEnv
+from iostack.spack import runner
 from support import targets
 
 
@@ -52,7 +53,7 @@ def test_nothing_is_fetched_beyond_the_configured_mirrors(local_deploy):
     _, run = local_deploy
     mirrors = config.registered_mirrors_file(targets.settings().cache).read_text()
     mirror_urls = [line.split('"')[1] for line in mirrors.splitlines() if "url:" in line]
-    _, spack_packages = __import__("iostack.spack.runner", fromlist=["locate"]).locate()
+    _, spack_packages = runner.locate(targets.settings())
     allowed = [*mirror_urls, spack_packages.resolve().as_uri(),
                "file:///" + str(spack_packages.resolve())]  # Spack spells it file:////...
     urls = fetched_urls(run.output)
