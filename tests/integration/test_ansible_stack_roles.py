@@ -354,6 +354,15 @@ def test_reframe_nightly_units_render_and_verify(venv_bin, tmp_path, service_acc
     fourth = run_role(venv_bin, "reframe_nightly", {**role_vars, "iostack_repo_dir": "/home/ops/iostack"}, tmp_path)
     assert fourth.rc == 0, fourth.explain()
     assert unit_settings(service)["ProtectHome"] == ["read-only"]
+    # a root on Lustre or NFS: the results DB on the host's own disk, and the unit may write there
+    db = tmp_path / "local" / "reframe" / "results.db"
+    fifth = run_role(venv_bin, "reframe_nightly", {**role_vars, "reframe_nightly_results_db": str(db)},
+                     tmp_path)
+    assert fifth.rc == 0, fifth.explain()
+    settings = unit_settings(service)
+    assert settings["Environment"][-1] == f"RFM_SQLITE_DB_FILE={db}"
+    assert settings["ReadWritePaths"][0].split()[-2] == str(db.parent)
+    assert db.parent.stat().st_uid == account.pw_uid
 
 
 def test_reframe_nightly_check_mode_writes_nothing_and_root_is_refused(venv_bin, tmp_path, service_account):

@@ -349,6 +349,11 @@ def choice_problems(site: str) -> list[str]:
             if nodes.slurm and not (facts.file_system_of(root, name) or {}).get("shared"):
                 problems.append(f"{where}: iostack_root {root} is on no shared file system "
                                 f"the facts' nodes/{name} mount")
+        # SQLite needs POSIX locks, which Lustre and NFS do not reliably give
+        db = str(site_vars.get("reframe_nightly_results_db") or f"{root}/reframe/results.db")
+        if (facts.file_system_of(db) or {}).get("shared"):
+            problems.append(f"{where}: the results DB {db} is on a shared file system: set "
+                            "reframe_nightly_results_db to a local one")
     for entry in site_vars.get("lustre_striping_dirs", []):
         if (facts.file_system_of(entry["path"]) or {}).get("type") != "lustre":
             problems.append(f"{where}: lustre_striping_dirs {entry['path']} is on no Lustre "
@@ -373,6 +378,9 @@ def test_choices_that_do_not_fit_are_named(monkeypatch, tmp_path):
     site.write_text(site.read_text().replace("iostack_root: /work/", "iostack_root: /home/")
                     .replace("path: /work/x01/x01/openifs/output\n",
                              "path: /home/x01/openifs/output\n"))
+    oci = tmp_path / "oci-bm-optimized3" / "group_vars" / "all" / "10-site.yml"
+    oci.write_text("".join(line for line in oci.read_text().splitlines(keepends=True)
+                           if not line.startswith("reframe_nightly_results_db:")))
     monkeypatch.setattr(paths, "ANSIBLE_INVENTORIES", pathlib.Path(tmp_path))
     monkeypatch.setitem(BIOS_DEFAULTS["bios_shape_nps"], "BM.Optimized3.36", [1])
     assert choice_problems("cray-ex") == [
@@ -382,4 +390,7 @@ def test_choices_that_do_not_fit_are_named(monkeypatch, tmp_path):
         "Lustre file system of the facts"]
     assert choice_problems("oci-bm-optimized3") == [
         "sites/oci-bm-optimized3.yaml: nodes/compute-nps2: NPS2 is not one the "
-        "BM.Optimized3.36 shape offers ([1])"]
+        "BM.Optimized3.36 shape offers ([1])",
+        "ansible/inventories/oci-bm-optimized3: the results DB "
+        "/mnt/nfs/iostack/reframe/results.db is on a shared file system: set "
+        "reframe_nightly_results_db to a local one"]
