@@ -179,7 +179,7 @@ def test_deploy_refuses_a_bad_mirror_before_installing_anything(tmp_path, scratc
     p = iostack("deploy", "--site", "local", "--root", root, "--skip-regression", env=env)
     assert p.returncode != 0
     assert len(p.error_lines) == 1
-    assert p.error_lines[0].startswith("iostack: error: fetching the sources of site local "
+    assert p.error_lines[0].startswith("iostack: error: fetching the sources of local "
                                        f"failed: {message}")
     if damage is tamper:
         assert "fails its sha256 checksum" in p.error_lines[0]
