@@ -198,6 +198,25 @@ def test_the_nightlys_health_gate_drains_a_drifted_node_from_its_performance_che
     assert "NodeHardwareCheck" not in scripts
 
 
+def test_the_readme_s_cluster_command_runs_as_printed(cluster, tmp_path):
+    """README.md's ReFrame command on the cluster, as printed, in a shell with the venv and
+    the test bed's Slurm (its `env`) and nothing of bin/iostack's: every node passes."""
+    readme = (pathlib.Path(IOSTACK).parent.parent / "README.md").read_text()
+    (command,) = [c.replace("\\\n", " ") for c in re.findall(
+        r"^reframe -C [^\n]*--system local-cluster \\\n[^\n]*$", readme, re.M)]
+    venv = pathlib.Path(IOSTACK).parent.parent / ".venv"
+    env = {"HOME": str(tmp_path), "PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin",
+           "LANG": "C.UTF-8", **cluster.env()}
+    p = subprocess.run(["bash", "-c", f". /usr/share/lmod/lmod/init/bash && {command}"],
+                       cwd=pathlib.Path(IOSTACK).parent.parent, env=env, capture_output=True,
+                       text=True, timeout=1200)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout + p.stderr)
+    assert p.returncode == 0, out[-3000:]
+    ran = re.search(r"\[ +PASSED +\] Ran (\d+)/(\d+) test case", out)
+    assert ran and int(ran.group(1)) == len(nodes(cluster)), out[-2000:]
+
+
+# the module's cluster stops here: tests that use it come before
 def test_down_leaves_nothing(cluster):
     assert cluster.down() == []
     assert leftovers(cluster.state, cluster.prefix) == []
@@ -270,21 +289,3 @@ def test_a_node_lets_go_of_what_the_host_unmounts(tmp_path):
         c.down(quiet=True)
         run("umount", "-R", shared)
     assert leftovers(c.state, c.prefix) == []
-
-
-def test_the_readme_s_cluster_command_runs_as_printed(cluster, tmp_path):
-    """README.md's ReFrame command on the cluster, as printed, in a shell with the venv and
-    the test bed's Slurm (its `env`) and nothing of bin/iostack's: every node passes."""
-    readme = (pathlib.Path(IOSTACK).parent.parent / "README.md").read_text()
-    (command,) = [c.replace("\\\n", " ") for c in re.findall(
-        r"^reframe -C [^\n]*--system local-cluster \\\n[^\n]*$", readme, re.M)]
-    venv = pathlib.Path(IOSTACK).parent.parent / ".venv"
-    env = {"HOME": str(tmp_path), "PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin",
-           "LANG": "C.UTF-8", **cluster.env()}
-    p = subprocess.run(["bash", "-c", f". /usr/share/lmod/lmod/init/bash && {command}"],
-                       cwd=pathlib.Path(IOSTACK).parent.parent, env=env, capture_output=True,
-                       text=True, timeout=1200)
-    out = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout + p.stderr)
-    assert p.returncode == 0, out[-3000:]
-    ran = re.search(r"\[ +PASSED +\] Ran (\d+)/(\d+) test case", out)
-    assert ran and int(ran.group(1)) == len(nodes(cluster)), out[-2000:]
