@@ -17,7 +17,7 @@ import pytest
 
 from iostack.core import openpgp, paths, pins
 from iostack.offline import bundle, setup
-from support import targets
+from support import forge, targets
 from support.fixtures import shared_bundle
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="gpg not installed")
@@ -225,15 +225,6 @@ def test_the_command_line_refuses_in_one_line_and_changes_nothing(tmp_path, keys
 def _forge_spack_archive(genuine: pathlib.Path, out: pathlib.Path) -> None:
     """The genuine archive, its pax header (the commit) kept, one file's bytes changed."""
     import gzip
-    import io
-    import tarfile
 
-    with tarfile.open(genuine) as src, \
-            tarfile.open(out, "w:gz", format=tarfile.PAX_FORMAT, pax_headers=src.pax_headers) as dst:
-        for member in src.getmembers():
-            data = src.extractfile(member).read() if member.isfile() else None
-            if member.name == "spack/bin/spack":
-                data += b"\n# and something else\n"
-                member.size = len(data)
-            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    forge.forge_member(genuine, out, "spack/bin/spack", b"\n# and something else\n")
     assert gzip.open(out).read(10)

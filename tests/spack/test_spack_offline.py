@@ -27,7 +27,7 @@ from support.debian_root import REPO_IN_ROOT
 from iostack.core import openpgp, paths, pins
 from iostack.offline import bundle
 from iostack.spack import config
-from support import targets
+from support import forge, targets
 
 # metkit's configuration files, from ECMWF's metkitlib wheel on PyPI (see its recipe)
 METKIT_CONFIGS_SHA256 = "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1"
@@ -152,16 +152,8 @@ def tamper(path: pathlib.Path):
 def swap_under_the_same_commit(path: pathlib.Path):
     """The commit's tarball, rebuilt with one line added to its Makefile: a sound archive
     under the same name, which Spack, with no checksum for a git source, would take."""
-    import io
-
     forged = path.with_name("forged.tar.gz")
-    with tarfile.open(path) as src, tarfile.open(forged, "w:gz") as dst:
-        for member in src.getmembers():
-            data = src.extractfile(member).read() if member.isfile() else None
-            if member.name == "io500/Makefile":
-                data += b"\n# and something of the attacker's\n"
-                member.size = len(data)
-            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    forge.forge_member(path, forged, "io500/Makefile", b"\n# and something of the attacker's\n")
     forged.rename(path)
 
 
