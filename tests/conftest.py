@@ -58,6 +58,11 @@ def _tier_of(path: pathlib.Path) -> str | None:
 def pytest_configure(config):
     for tier in TIERS:
         config.addinivalue_line("markers", f"{tier}: iostack {tier} tier")
+    # what the library logs is printed as bin/iostack prints it (its CLI sets this up), so
+    # tests that call the library see the same lines on stdout and stderr
+    from iostack import cli
+
+    cli.configure_output()
 
 
 def pytest_collection_modifyitems(config, items):

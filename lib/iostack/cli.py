@@ -2,9 +2,11 @@
 
 The one place that reads the process environment (iostack.core.settings: each variable and
 its meaning) and the command line, builds the Target a command acts on, and turns domain
-errors into a line and an exit status."""
+errors into a line and an exit status. It also decides what is printed: the library logs
+through `logging` (a logger per module) and never prints (configure_output)."""
 import argparse
 import dataclasses
+import logging
 import os
 import pathlib
 import sys
@@ -16,6 +18,33 @@ from iostack.core.settings import Settings
 from iostack.site import facts
 from iostack.site.target import Target
 from iostack.spack import runner
+
+
+class _Console(logging.Handler):
+    """The library's messages: information on stdout, warnings and errors on stderr, each
+    as `iostack: <message>` unless logged bare (a command line, a table). The streams are
+    looked up at each message, so redirections and pytest's capture see them; each line is
+    flushed, so it comes before the output of the command it announces."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+            if not getattr(record, "bare", False):
+                text = f"iostack: {text}"
+            stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
+            stream.write(text + "\n")
+            stream.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def configure_output() -> None:
+    """Print the library's messages as bin/iostack always has (idempotent)."""
+    logger = logging.getLogger("iostack")
+    if not any(isinstance(h, _Console) for h in logger.handlers):
+        logger.addHandler(_Console())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def target(settings: Settings, args, env: bool = False) -> Target:
@@ -542,6 +571,7 @@ def parser():
 
 def main(argv=None, environ=None):
     args = parser().parse_args(argv)
+    configure_output()
     try:
         paths.require_repo()
         settings = Settings.from_environ(os.environ if environ is None else environ)

@@ -63,4 +63,4 @@ def test_a_holder_whose_lock_was_taken_over_leaves_the_new_one(tmp_path, capsys)
     with lease.hold(lock, "deploy"):
         lock.write_text(json.dumps(theirs))     # our lease ran out and host b took it
     assert json.loads(lock.read_text()) == theirs
-    assert "was taken over while this command held it" in capsys.readouterr().out
+    assert "was taken over while this command held it" in capsys.readouterr().err

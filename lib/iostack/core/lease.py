@@ -12,6 +12,7 @@ the hosts' clocks must agree (NTP) to well within the lease.
 """
 from __future__ import annotations
 
+import logging
 import contextlib
 import datetime
 import getpass
@@ -23,6 +24,8 @@ import threading
 import uuid
 
 from iostack.core.errors import IostackError
+
+log = logging.getLogger(__name__)
 
 #: seconds a holder's lease runs unless renewed; how long a crashed host blocks the others
 LEASE = 600.0
@@ -143,8 +146,7 @@ def hold(path: pathlib.Path, what: str, lease: float = LEASE):
                            + (f", or after its lease ends at {until} (a lease past its end "
                               "is taken over)" if until else "")) from None
             if _take_over(path, holder):
-                print(f"iostack: note: took over {path} from {_describe(holder)}: {why}",
-                      flush=True)
+                log.info(f"note: took over {path} from {_describe(holder)}: {why}")
             continue
         with os.fdopen(fd, "w") as fh:
             fh.write(json.dumps(record, sort_keys=True) + "\n")
@@ -175,6 +177,6 @@ def hold(path: pathlib.Path, what: str, lease: float = LEASE):
         if current and current.get("token") == record["token"]:
             path.unlink()
         else:
-            print(f"iostack: warning: {path} was taken over while this command held it "
+            log.warning(f"warning: {path} was taken over while this command held it "
                   f"(now {_describe(current) if current else 'nobody'}): its lease ran out "
-                  "(was this process stopped?)", flush=True)
+                  "(was this process stopped?)")

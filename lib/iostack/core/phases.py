@@ -3,9 +3,12 @@ processes it ran (Spack, Lmod, ...), printed as it ends and kept for release.jso
 CPU time is the figure to compare on a shared machine; wall time is what an admin waits."""
 from __future__ import annotations
 
+import logging
 import contextlib
 import resource
 import time
+
+log = logging.getLogger(__name__)
 
 
 def _cpu() -> float:
@@ -26,8 +29,7 @@ class Timer:
         finally:
             spent = {"wall_s": round(time.monotonic() - wall, 3), "cpu_s": round(_cpu() - cpu, 3)}
             self.phases[name] = spent
-            print(f"iostack: phase {name}: {spent['wall_s']:.1f} s wall, "
-                  f"{spent['cpu_s']:.1f} s CPU", flush=True)
+            log.info(f"phase {name}: {spent['wall_s']:.1f} s wall, {spent['cpu_s']:.1f} s CPU")
 
     def record(self) -> dict[str, dict[str, float]]:
         return dict(self.phases)

@@ -9,6 +9,7 @@ This is the one module that starts processes (ruff's banned-api rule, ruff.toml,
 rest of the library from calling subprocess directly). Standard library only."""
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import subprocess
@@ -17,6 +18,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 
 from iostack.core.errors import Failed
+
+log = logging.getLogger(__name__)
 
 CompletedProcess = subprocess.CompletedProcess
 TimeoutExpired = subprocess.TimeoutExpired
@@ -42,7 +45,7 @@ def show(cmd, env_extra: Mapping | None = None, cwd=None, env_remove: Iterable[s
         prefix += "env " + " ".join(f"-u {shlex.quote(k)}" for k in removed) + " "
     if env_extra:
         prefix += " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env_extra.items()) + " "
-    print("+ " + prefix + shlex.join(map(str, cmd)), flush=True)
+    log.info("+ " + prefix + shlex.join(map(str, cmd)), extra={"bare": True})
 
 
 def environment(env_extra: Mapping | None = None, env_remove: Iterable[str] = ()) -> dict:

@@ -8,6 +8,7 @@ descriptor), so it is held until ReFrame itself ends.
 """
 from __future__ import annotations
 
+import logging
 import contextlib
 import datetime
 import fcntl
@@ -20,6 +21,8 @@ import sys
 import time
 
 from iostack.core.errors import Failed
+
+log = logging.getLogger(__name__)
 
 POLL = 2.0
 
@@ -53,7 +56,7 @@ def hold(path: pathlib.Path, deadline: float):
                     raise Failed(f"another run holds {path} ({holder}) and this run's time "
                                  "is up; nothing was run") from None
                 if holder != said:
-                    print(f"iostack: waiting for the run holding {path}: {holder}", flush=True)
+                    log.info(f"waiting for the run holding {path}: {holder}")
                     said = holder
                 time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
         os.ftruncate(fd, 0)

@@ -23,6 +23,7 @@ checkout had changes).
 """
 from __future__ import annotations
 
+import logging
 import contextlib
 import dataclasses
 import datetime
@@ -40,6 +41,8 @@ from iostack.core import digest, lease
 from iostack.core.errors import Failed
 from iostack.deployment.layout import CURRENT, LOCK, META, RELEASES, is_release
 from iostack.site.target import SpackEnv, Target
+
+log = logging.getLogger(__name__)
 
 HISTORY = "switches.log"
 
@@ -337,7 +340,7 @@ def collect_garbage(target: Target, kept: list[Release]) -> None:
     root = target.root
     building = [r.id for r in listing(root) if r.in_progress()]
     if building:
-        print(f"iostack: note: installs left alone: release {', '.join(building)} is being "
+        log.info(f"note: installs left alone: release {', '.join(building)} is being "
               "built, and its installs are not yet in any environment; prune again later")
         return
     envs = [r.env_dir() for r in kept]
@@ -345,7 +348,7 @@ def collect_garbage(target: Target, kept: list[Release]) -> None:
     # the checkout's copy `bin/iostack spack` works in: what it names stays too
     envs += [e for e in sorted((root / "spack-env" / "sites").glob("*")) if (e / "spack.lock").is_file()]
     if not envs:
-        print("iostack: note: installs left alone: no remaining environment says what to keep")
+        log.info("note: installs left alone: no remaining environment says what to keep")
         return
     # the first environment is active for its configuration only (the install tree is
     # <root>/opt there, not Spack's default); with -e given, gc keeps what they all need

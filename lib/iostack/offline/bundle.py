@@ -29,6 +29,7 @@ tar file holding such a directory), signed.
 """
 from __future__ import annotations
 
+import logging
 import dataclasses
 import os
 import pathlib
@@ -43,6 +44,8 @@ from iostack.core.errors import IostackError
 from iostack.core.process import capture, run
 from iostack.site.target import Target
 from iostack.spack import config
+
+log = logging.getLogger(__name__)
 
 SUMS = "SHA256SUMS"
 # Payload a bundle may hold besides SHA256SUMS; every file in them must be covered by it.
@@ -163,10 +166,9 @@ def vouch(bundle: pathlib.Path, keyrings: list[pathlib.Path], insecure: bool = F
 
 
 def _insecurely(bundle: pathlib.Path, why: str) -> Voucher:
-    import sys
 
-    print(f"iostack: WARNING: --insecure-unsigned: nothing vouches for {bundle} ({why}); "
-          "its build cache keys are not trusted", file=sys.stderr)
+    log.warning(f"WARNING: --insecure-unsigned: nothing vouches for {bundle} ({why}); "
+          "its build cache keys are not trusted")
     return Voucher(None, None, f"--insecure-unsigned: nothing vouches for {bundle}")
 
 
@@ -214,7 +216,7 @@ def unpack(archive: pathlib.Path, dest: pathlib.Path, pin: dict) -> None:
     check_archive(archive, pin)
     if dest.exists():
         if installed_commit(dest) == pin["commit"]:
-            print(f"iostack: {dest} is already {pin['tag']} ({pin['commit'][:12]})")
+            log.info(f"{dest} is already {pin['tag']} ({pin['commit'][:12]})")
             return
         raise BundleError(f"{dest} exists and is not the pinned {pin['tag']}; remove it and "
                           "run set-up again")
@@ -233,7 +235,7 @@ def unpack(archive: pathlib.Path, dest: pathlib.Path, pin: dict) -> None:
         top.rename(dest)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-    print(f"iostack: unpacked {archive.name} ({pin['tag']}, {pin['commit'][:12]}) into {dest}")
+    log.info(f"unpacked {archive.name} ({pin['tag']}, {pin['commit'][:12]}) into {dest}")
 
 
 def extract(tar: tarfile.TarFile, dest: pathlib.Path) -> None:
@@ -293,10 +295,10 @@ def register(bundle: pathlib.Path, cache: pathlib.Path) -> pathlib.Path:
                                replace=True, written_by="`bin/iostack setup --spack-bundle`")
     for kind, where in (("source mirror", source), ("build cache", binary)):
         if where:
-            print(f"iostack: registered the bundle's {kind} {where} for every site ({out})")
+            log.info(f"registered the bundle's {kind} {where} for every site ({out})")
     if (bundle / "samples").is_dir():
         install_tree(bundle / "samples", cache / "samples")
-        print(f"iostack: the bundle's published GRIB samples are in {cache / 'samples'}")
+        log.info(f"the bundle's published GRIB samples are in {cache / 'samples'}")
     return out
 
 
@@ -329,7 +331,7 @@ def carry_sbom(root: pathlib.Path, dest: pathlib.Path) -> None:
     current = releases.current(root)
     doc = releases.releases_dir(root) / current / sbom.SBOM if current else None
     if doc is None or not doc.is_file():
-        print(f"iostack: note: no SBOM in the bundle: {root} has no current release with one "
+        log.info(f"note: no SBOM in the bundle: {root} has no current release with one "
               "(bin/iostack deploy writes it)")
         return
     dest.mkdir(parents=True, exist_ok=True)
@@ -348,7 +350,7 @@ def write(target: Target, out: pathlib.Path,
     if not commit:
         raise BundleError("bundle needs the repository as a git checkout")
     if provenance.has_changes():
-        print(f"iostack: note: the bundle holds commit {commit[:12]}; uncommitted changes "
+        log.info(f"note: the bundle holds commit {commit[:12]}; uncommitted changes "
               "are not in it")
     work = out.with_name(out.name + ".partial.d")
     if work.exists():
@@ -390,7 +392,7 @@ def write(target: Target, out: pathlib.Path,
     partial.rename(out)
     shutil.rmtree(work)
     size = out.stat().st_size
-    print(f"iostack: bundle of site {site} at commit {commit[:12]}: {out} "
+    log.info(f"bundle of site {site} at commit {commit[:12]}: {out} "
           f"({size / 2**20:.0f} MiB), {SUMS} signed by release key {key}.\n"
           "On the offline node, set up with a checkout of iostack you already trust, never "
           "the bundle's own copy (it cannot vouch for the bundle it came in); that checkout "

@@ -4,11 +4,11 @@ Every way set-up can fail ends in one line and a non-zero exit, naming the cause
 can act on (no root, apt locked or out of disk, a package registry that cannot be reached
 or trusted, an OS it does not know, a damaged bundle), and set-up changes nothing before it
 has checked what it was given."""
+import logging
 import os
 import pathlib
 import re
 import shutil
-import sys
 
 from iostack.core import paths, pins
 from iostack.core.process import CommandFailed, capture, run
@@ -20,6 +20,8 @@ from iostack.site.packages import (OS_RELEASE, PURPOSES, SYSTEM_PACKAGES,  # noq
 from iostack.site.packages import table as _table  # noqa: F401
 from iostack.site.target import SpackEnv, Target
 from iostack.spack import runner
+
+log = logging.getLogger(__name__)
 
 #: pip-compile's locks of requirements.in and requirements-tests.in: every package and
 #: dependency pinned with its sha256, installed with --require-hashes
@@ -98,7 +100,7 @@ def checked(step: str, cmd, **kwargs):
 def system_packages(skip_apt: bool, purposes=("deploy",), os_release_file: pathlib.Path = OS_RELEASE,
                     lock_timeout: int = 120):
     if skip_apt and not shutil.which("dpkg-query"):
-        print("iostack: --skip-apt: the system packages are not checked")
+        log.info("--skip-apt: the system packages are not checked")
         return
     if not shutil.which("dpkg-query"):
         raise SetupRefused(
@@ -108,21 +110,21 @@ def system_packages(skip_apt: bool, purposes=("deploy",), os_release_file: pathl
         release = debian_release(os_release(os_release_file))
     except SetupRefused:
         if skip_apt:
-            print("iostack: --skip-apt on an OS set-up does not know: the system packages are "
+            log.info("--skip-apt on an OS set-up does not know: the system packages are "
                   "not checked")
             return
         raise
     pkgs = apt_packages(release, purposes)
     missing = missing_apt_packages(pkgs)
     if not missing:
-        print(f"iostack: all {len(pkgs)} system packages ({', '.join(purposes)}) are installed")
+        log.info(f"all {len(pkgs)} system packages ({', '.join(purposes)}) are installed")
         return
     apt_line = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
     add_arch = [["dpkg", "--add-architecture", a] for a in foreign_architectures(missing)]
     if skip_apt or os.geteuid() != 0:
         first = "".join(f"{' '.join(c)} && " for c in add_arch)
-        print("iostack: these system packages are missing; as root, run:\n"
-              f"  {first}apt-get update && {' '.join(apt_line)}", file=sys.stderr)
+        log.warning("these system packages are missing; as root, run:\n"
+              f"  {first}apt-get update && {' '.join(apt_line)}")
         raise SetupRefused(f"{len(missing)} system packages missing (set-up needs root for apt)")
     env = {"DEBIAN_FRONTEND": "noninteractive"}
     # apt waits this long for another apt or unattended-upgrades before giving up
@@ -184,16 +186,16 @@ def python_tools(settings: Settings, purposes=("deploy",), wheels: pathlib.Path 
         try:
             run([go, "install", pins.ACTIONLINT_MODULE], env_extra={"GOBIN": venv / "bin"})
         except CommandFailed as e:
-            print(f"iostack: note: actionlint not installed ({e}); its lint test will skip")
+            log.info(f"note: actionlint not installed ({e}); its lint test will skip")
     else:
-        print("iostack: note: no Go toolchain, so no actionlint; its lint test will skip")
+        log.info("note: no Go toolchain, so no actionlint; its lint test will skip")
 
 
 def _clone(pin: dict, dest: pathlib.Path):
     if dest.exists():
         commit = bundle.installed_commit(dest)
         if commit is not None and commit == pin["commit"]:
-            print(f"iostack: {dest} is at {pin['tag']} ({commit[:12]})")
+            log.info(f"{dest} is at {pin['tag']} ({commit[:12]})")
             return
         raise SetupRefused(f"{dest} is at {(commit or 'an unknown commit')[:12]}, not at the "
                            f"pinned {pin['tag']} ({pin['commit'][:12]}); remove it and run "
@@ -233,14 +235,14 @@ def spack_from_bundle(settings: Settings, source: pathlib.Path, voucher: bundle.
     if (source / "buildcache").is_dir():
         key = voucher.key()
         if key is None:
-            print("iostack: note: no key of the bundle's build cache is trusted (nothing vouches "
+            log.info("note: no key of the bundle's build cache is trusted (nothing vouches "
                   "for it); trust one you know with `bin/iostack spack -- gpg trust KEY.pub`")
         else:
             try:
                 runner.trust_key(settings, key)
             except CommandFailed as e:
                 raise SetupRefused(f"could not trust the release key {voucher.signer}: {e}") from None
-            print(f"iostack: the build cache is trusted as far as release key {voucher.signer} "
+            log.info(f"the build cache is trusted as far as release key {voucher.signer} "
                   "signed it")
     complete_source_mirror(settings, cache / "mirrors" / "source")
 
@@ -256,7 +258,7 @@ def complete_source_mirror(settings: Settings, mirror: pathlib.Path, site: str =
                             Target(settings, SpackEnv(site), pathlib.Path(tmp)), check=False,
                             capture_stderr=True)
     if proc.returncode != 0:
-        print(f"iostack: note: the offline mirror lacks sources of site {site} that could not "
+        log.info(f"note: the offline mirror lacks sources of site {site} that could not "
               f"be fetched here ({runner.error_line(proc.stderr)}); `deploy --site {site}` "
               "will need them")
 
@@ -267,7 +269,7 @@ def spack_checkout(settings: Settings, source_bundle: pathlib.Path | None,
         assert voucher is not None, "a bundle is used only once something vouches for it"
         spack_from_bundle(settings, source_bundle, voucher)
     elif settings.spack_root:
-        print(f"iostack: using SPACK_ROOT={settings.spack_root}")
+        log.info(f"using SPACK_ROOT={settings.spack_root}")
     else:
         _clone(pins.SPACK, settings.cache / "spack")
         if not settings.spack_packages:
@@ -280,7 +282,7 @@ def spack_checkout(settings: Settings, source_bundle: pathlib.Path | None,
     if ver < pins.SPACK_MIN_VERSION:
         raise SetupRefused(f"Spack at {root} is {ver[0]}.{ver[1]}; iostack needs >= "
                            f"{'.'.join(map(str, pins.SPACK_MIN_VERSION))}")
-    print(f"iostack: Spack {ver[0]}.{ver[1]} at {root}, builtin repo at {pkgs}")
+    log.info(f"Spack {ver[0]}.{ver[1]} at {root}, builtin repo at {pkgs}")
 
 
 def bundle_given(settings: Settings, args) -> tuple[pathlib.Path, bundle.Voucher] | tuple[None, None]:
@@ -307,7 +309,7 @@ def bundle_given(settings: Settings, args) -> tuple[pathlib.Path, bundle.Voucher
         voucher = bundle.vouch(source, keyrings, getattr(args, "insecure_unsigned", False))
     except bundle.BundleError as e:
         raise SetupRefused(str(e)) from None
-    print(f"iostack: {source}: every file matches its {bundle.SUMS}; {voucher.how}")
+    log.info(f"{source}: every file matches its {bundle.SUMS}; {voucher.how}")
     return source, voucher
 
 
@@ -318,7 +320,7 @@ def main(settings: Settings, args):
     wheels = source_bundle / "wheels" if source_bundle and (source_bundle / "wheels").is_dir() else None
     python_tools(settings, purposes, wheels)
     spack_checkout(settings, source_bundle, voucher)
-    print("iostack: set-up done. Test with: bin/iostack test")
+    log.info("set-up done. Test with: bin/iostack test")
     return 0
 
 

@@ -26,6 +26,7 @@ staging directory, the facts validated there, then moved into place, all or none
 """
 from __future__ import annotations
 
+import logging
 import dataclasses
 import datetime
 import json
@@ -46,10 +47,12 @@ from iostack.site import generate
 from iostack.site import packages as syspkgs
 from iostack.spack import runner
 
+log = logging.getLogger(__name__)
+
 #: packages the stack takes from the system when they are there (local's externals): the
 #: compilers come from `spack compiler find`
 STACK_EXTERNALS = ("openmpi", "mpich", "cmake", "gmake", "pkgconf", "perl", "python", "bison",
-                   "flex", "m4", "autoconf", "automake", "libtool", "ncurses", "rsync",
+                   "flex", "m4", "autoconf", "automake", "libtool", "ncurses", "rsync", "zlib",
                    "eccodes", "netcdf-c", "netcdf-fortran", "parallel-netcdf", "openblas", "fio")
 DETECT_REPO = paths.REPO / "packages" / "spack_repo" / "iostack_detect"
 #: findmnt's file-system types, as the facts name them
@@ -227,7 +230,7 @@ def detect_slurm() -> dict[str, str]:
     if not (shutil.which("sinfo") and shutil.which("scontrol")):
         return {}
     if capture(["sinfo", "--noheader", "--format=%R"]).returncode != 0:
-        print("iostack: sinfo is here but no Slurm controller answers: a site without Slurm")
+        log.info("sinfo is here but no Slurm controller answers: a site without Slurm")
         return {}
     return {
         "slurm-partitions.txt": _captured(["scontrol", "show", "partition", "--oneliner"],
@@ -666,14 +669,14 @@ def main(settings: Settings, name: str, dry_run: bool = False, record: pathlib.P
         findings = detect(settings, name)
     if record:
         findings.write_records(record)
-        print(f"iostack: what the tools printed is in {record}")
+        log.info(f"what the tools printed is in {record}")
     files = site_files(findings, description)
-    print(summary(findings))
+    log.info(summary(findings), extra={"bare": True})
     if dry_run:
-        print(f"iostack: --dry-run: would write {', '.join(sorted(files))}")
+        log.info(f"--dry-run: would write {', '.join(sorted(files))}")
         return 0
     entries = write(findings, files)
-    print(f"iostack: site {name} written: {', '.join(entries)}\n"
+    log.info(f"site {name} written: {', '.join(entries)}\n"
           f"iostack: next: bin/iostack lock --update {name}, then "
           f"bin/iostack deploy --site {name}")
     return 0

@@ -11,12 +11,15 @@
 """
 from __future__ import annotations
 
+import logging
 import pathlib
 import re
 
 from iostack.core.errors import IostackError
 from iostack.site.target import Target
 from iostack.spack import runner
+
+log = logging.getLogger(__name__)
 
 KEY_NAME = "iostack build cache"
 KEY_EMAIL = "iostack-buildcache@localhost"
@@ -26,7 +29,7 @@ def create_source_mirror(target: Target, dest: pathlib.Path) -> pathlib.Path:
     dest.mkdir(parents=True, exist_ok=True)
     runner.checked(["mirror", "create", "--directory", dest, "--all"], target,
                    what=f"creating the source mirror of {target.env}")
-    print(f"iostack: source mirror of {target.env}: {dest}")
+    log.info(f"source mirror of {target.env}: {dest}")
     return dest
 
 
@@ -65,5 +68,5 @@ def push(target: Target, dest: pathlib.Path,
                        in_env=False, what=f"publishing the signing key in {dest}")
     finally:
         runner.stop_gpg_agent(target.settings)     # signing started one
-    print(f"iostack: build cache of {target.env}, signed with {key}: {dest}")
+    log.info(f"build cache of {target.env}, signed with {key}: {dest}")
     return dest
