@@ -99,6 +99,28 @@ def test_every_version_loads_on_the_deployed_hierarchy(lmod, module):
         assert (rc, err) == (0, "")
         assert env.get("LOADEDMODULES", "") == ""
         assert env["MODULEPATH"] == before["MODULEPATH"]
+    elif name == "darshan-profile":
+        # a real program profiled by the release's Darshan: a serial one (DARSHAN_ENABLE_
+        # NONMPI) writes 3 blocks of 4 KiB, and darshan-parser reads exactly that back
+        rc, env, err = lmod(
+            f"export LD_PRELOAD= && module load {module} && DARSHAN_ENABLE_NONMPI=1 "
+            "DARSHAN_LOGFILE=$PWD/dd.darshan dd if=/dev/zero of=data bs=4096 count=3 "
+            "status=none && darshan-parser --total dd.darshan >&2")
+        assert rc == 0, err
+        totals = dict(re.findall(r"^total_(POSIX_\w+): (\S+)$", err, re.M))
+        assert totals["POSIX_BYTES_WRITTEN"] == "12288", err
+        assert totals["POSIX_OPENS"] == "1", err
+        (lib,) = [x for x in env["LD_PRELOAD"].split(":") if x]
+        assert lib.startswith(env["DARSHAN_RUNTIME_ROOT"]) and lib.endswith("/libdarshan.so")
+        assert env["DARSHAN_LOG_DIR_PATH"] == env["HOME"]
+        # unloading takes away its library and nothing of the user's
+        rc, env, err = lmod(f"export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libc.so.6 "
+                            f"DARSHAN_LOG_DIR_PATH=/var/tmp && module load {module} && "
+                            f"module unload {module}")
+        assert (rc, err) == (0, "")
+        assert env["LD_PRELOAD"] == "/usr/lib/x86_64-linux-gnu/libc.so.6"
+        assert env["DARSHAN_LOG_DIR_PATH"] == "/var/tmp"
+        assert "IOSTACK_DARSHAN_PRELOAD" not in env and env.get("LOADEDMODULES", "") == ""
     else:
         pytest.fail(f"{module}: say here what it does on the deployed local tree")
 

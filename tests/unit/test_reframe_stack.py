@@ -11,7 +11,7 @@ from iostack_rfm.parsers import smoke
 def test_local_roots_come_from_the_lock_each_with_its_program():
     roots = {r.name: r for r in stack.roots_of(SpackEnv("local"))}
     assert {"eccodes", "fdb", "eckit", "metkit", "ior", "io500", "netcdf-output-bench",
-            "nvme-stage", "fdb-archive-bench", "fio"} <= set(roots)
+            "nvme-stage", "fdb-archive-bench", "fio", "darshan-runtime", "darshan-util"} <= set(roots)
     # metkit is a library (its version query is pkg-config's); every other root has a
     # program, which must be the installed spec's
     assert {r.name for r in roots.values() if smoke.program(r) is None} == {"metkit"}
@@ -28,7 +28,7 @@ def test_local_roots_come_from_the_lock_each_with_its_program():
     assert {r.name: r.compiler for r in roots.values()} == {
         "eccodes": "", "eckit": "gcc", "metkit": "gcc", "fdb": "gcc", "multio": "gcc",
         "ior": "gcc", "io500": "gcc", "netcdf-output-bench": "gcc", "nvme-stage": "",
-        "fdb-archive-bench": "gcc", "fio": ""}
+        "fdb-archive-bench": "gcc", "fio": "", "darshan-runtime": "gcc", "darshan-util": "gcc"}
 
 
 def test_cray_builds_are_named_by_their_programming_environment():

@@ -28,6 +28,7 @@ PROGRAMS = {
     "netcdf-output-bench": "netcdf-output-bench", "fdb-archive-bench": "fdb-archive-bench",
     "netcdf-c": "nc-config", "netcdf-fortran": "nf-config", "parallel-netcdf": "pnetcdf-config",
     "hdf5": "h5dump", "openfoam": "simpleFoam",
+    "darshan-runtime": "darshan-config", "darshan-util": "darshan-parser",
 }
 
 
@@ -50,6 +51,11 @@ VERSION_QUERIES: dict[str, VersionQuery] = {
     "eckit": VersionQuery("eckit-version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "metkit": VersionQuery("pkg-config --modversion metkit", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "multio": VersionQuery("pkg-config --modversion multio", r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    # Darshan's programs print no version; its pkg-config files do
+    "darshan-runtime": VersionQuery("pkg-config --modversion darshan-runtime",
+                                    r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    "darshan-util": VersionQuery("pkg-config --modversion darshan-util",
+                                 r"^\s*(\d+\.\d+\.\d+)\s*$"),
     # ifsMASTER states no version: OIFS_EXEC (the openifs module's) must be the install of
     # the locked version
     "openifs": VersionQuery('echo "ifsMASTER at $OIFS_EXEC"',
