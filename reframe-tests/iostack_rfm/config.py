@@ -98,7 +98,9 @@ OPENMP_FLAG = {'omp_flag': '-fopenmp'}
 # Applications of the local stack that only some of its environments deploy (spack-env/sites/
 # local/: MultIO in every one, OpenIFS in `nwp`): offered by the `stack` environment where
 # the deployment's lock has them (the release's, in its regression; else the committed one).
-LOCAL_OPTIONAL_APPS = {'multio': ['multio'], 'openifs': ['openifs-env']}
+LOCAL_OPTIONAL_APPS = {'multio': ['multio'], 'openifs': ['openifs-env'],
+                       # Darshan: its runtime (the checks preload it themselves) and tools
+                       'darshan-runtime': ['darshan-runtime', 'darshan-util']}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,12 +250,13 @@ _CRAY_STACKS = {
     'cce': (['stack', 'fdb', 'grib', 'eccodes', 'cce', 'openifs'],
             {'app_modules': {'openifs': ['openifs']}}, ['eccodes', 'fdb', 'fio']),
     'gcc': (['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'ior', 'io500', 'netcdf',
-             'netcdf-output-bench', 'fdb-archive-bench', 'openmp', 'hwloc'],
+             'netcdf-output-bench', 'fdb-archive-bench', 'openmp', 'hwloc', 'darshan-runtime'],
             {**OPENMP_FLAG,
              'app_modules': {'ior': ['ior'], 'io500': ['io500'], 'hwloc': ['hwloc'],
                              'netcdf': ['netcdf-c', 'parallel-netcdf'],
                              'netcdf-output-bench': ['netcdf-output-bench'],
-                             'fdb-archive-bench': ['fdb-archive-bench']}},
+                             'fdb-archive-bench': ['fdb-archive-bench'],
+                             'darshan-runtime': ['darshan-runtime', 'darshan-util']}},
             ['eccodes', 'fdb', 'fio']),
 }
 
@@ -602,7 +605,7 @@ def _oci_gnu(facts) -> dict:
         'cc': 'gcc', 'cxx': 'g++', 'ftn': 'gfortran',
         'features': ['stack', 'fdb', 'grib', 'eccodes', 'gnu', 'openfoam', 'nvme-stage',
                      'ior', 'io500', 'netcdf', 'netcdf-output-bench', 'fdb-archive-bench',
-                     'openmp', 'hwloc'],
+                     'openmp', 'hwloc', 'darshan-runtime'],
         # the hwloc of Oracle Japan's Slurm and PMIx [OCI-Tips-Slurm], a Spack external
         # (no module): through pkg-config
         'env_vars': [['PKG_CONFIG_PATH',
@@ -613,7 +616,8 @@ def _oci_gnu(facts) -> dict:
                                    'ior': ['ior'], 'io500': ['io500'],
                                    'netcdf': ['netcdf-c', 'parallel-netcdf'],
                                    'netcdf-output-bench': ['netcdf-output-bench'],
-                                   'fdb-archive-bench': ['fdb-archive-bench']}},
+                                   'fdb-archive-bench': ['fdb-archive-bench'],
+                                   'darshan-runtime': ['darshan-runtime', 'darshan-util']}},
     }
 
 

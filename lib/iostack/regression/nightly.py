@@ -63,7 +63,8 @@ class Mode(NamedTuple):
     packages: str = "nightly"
 
 
-_NIGHTLY = frozenset({"BindingCheck", "CrossAarch64StackCheck", "FdbBitIdentityCheck", "FdbCrossVersionCheck",
+_NIGHTLY = frozenset({"BindingCheck", "CrossAarch64StackCheck", "DarshanProfileCheck",
+                      "FdbBitIdentityCheck", "FdbCrossVersionCheck",
                       "FdbThroughputCheck", "FdbWriterScalingCheck", "IO500Check",
                       "IorLayoutCheck", "MdtestScalingCheck", "MotorBikeStagingCheck",
                       "MultioBitIdentityCheck", "MultioHammerThroughputCheck",

@@ -1,0 +1,160 @@
+"""The I/O profile of the programs the nightly times, by Darshan, once per night.
+
+Each case runs one of the stack's I/O programs on a small workload `repeats` times plain
+and `repeats` times under the release's darshan-runtime, interleaved (plain, profiled, plain,
+...), at the same durability. A profiled run preloads libdarshan.so through `darshan-run`
+(a wrapper each rank execs, so the launcher itself is never profiled) and writes one log;
+darshan-util's `darshan-parser --total` reads it. The case reports, per module (POSIX,
+MPI-IO, STDIO): bytes, operations, syncs, time in I/O, and Darshan's overhead, the ratio of
+the medians of its profiled and plain runs minus one.
+
+Sanity holds the profile to the truth it must show: IOR's POSIX bytes are exactly its
+ranks x block; FDB's and NetCDF's are at least the data they were given; and Darshan's
+operation counts are the same in every profiled run (they count a deterministic program's
+calls: a count that moves between runs would be no use as a gate).
+"""
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
+                                   sanity_function, variable)
+
+from iostack_rfm.base import IostackMixin, median, parsed
+from iostack_rfm.parsers import darshan, netcdf
+
+MIB = 1 << 20
+# netcdf-output-bench's smallest workload (checks/netcdf_output.py 'small')
+NETCDF_MODEL, NETCDF_DAYS = 'inmcm6p', 1
+# fdb-archive-bench's fields: steps x members x params, of a T159 template (as the
+# throughput check's smallest)
+FDB_FIELDS, FDB_GRID = (2, 2, 2), (101, 200)
+
+
+@rfm.simple_test
+class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
+    descr = "Darshan's I/O profile of the stack's I/O programs, and its overhead"
+    valid_systems = ['+fdb']
+    valid_prog_environs = ['+darshan-runtime']
+    app_features = ['darshan-runtime']
+    program = parameter(['ior', 'fdb-archive', 'netcdf-c', 'pnetcdf'])
+    repeats = variable(int, value=3)
+    num_tasks = 2
+    # the job's own line runs on the batch host; MPI programs are its steps (mpi_command)
+    steps_job = True
+    #: IOR's block per rank
+    ior_block_mib = variable(int, value=8)
+    tags = {'darshan', 'profile', 'nightly'}
+
+    @run_after('init')
+    def serial_programs(self):
+        # fdb-archive-bench is one process, like an FDB writer of the throughput check
+        if self.program == 'fdb-archive':
+            self.num_tasks = 1
+
+    def _command(self, out):
+        if self.program == 'ior':
+            return (f'{self.mpi_command()} {{wrap}} ior -a POSIX -w -r -e -F '
+                    f'-b {self.ior_block_mib}m -t 1m -o {out}/testfile')
+        if self.program == 'fdb-archive':
+            steps, members, params = FDB_FIELDS
+            return (f'{{wrap}} fdb-archive-bench --path key --template template.grib '
+                    f'--nsteps {steps} --members {members} --nparams {params}')
+        library, mode = {'netcdf-c': ('netcdf', 'serial'), 'pnetcdf': ('pnetcdf', 'combined')}[
+            self.program]
+        return (f'{self.mpi_command()} {{wrap}} netcdf-output-bench --mode {mode} '
+                f'--library {library} --model {NETCDF_MODEL} --days {NETCDF_DAYS} --batch 1 '
+                f'--output-dir {out}')
+
+    @run_before('run')
+    def set_job(self):
+        out = f'{self.io_dir()}/darshan-{self.program}'
+        nonmpi = 'export DARSHAN_ENABLE_NONMPI=1; ' if self.num_tasks == 1 else ''
+        self.prerun_cmds = [
+            # each rank execs the program with libdarshan.so preloaded; DARSHAN_LOGFILE
+            # names the one log (rank 0 writes it at MPI_Finalize; a serial program at exit)
+            "printf '#!/bin/sh\\nexport LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so"
+            "\\nexec \"$@\"\\n' > darshan-run && chmod +x darshan-run",
+        ]
+        if self.program == 'fdb-archive':
+            # an FDB of the job's own, and one ensemble-member field as the template
+            self.env_vars['FDB5_CONFIG_FILE'] = '$PWD/fdb-config.yaml'
+            self.prerun_cmds += [
+                'python3 -m iostack.deployment.fdbconfig --root fdb-root --out fdb-config.yaml',
+                f'python3 -m iostack_rfm.jobs.gribgen first.grib 1 1 {FDB_GRID[0]} '
+                f'{FDB_GRID[1]} --count 1',
+                'grib_set -s productDefinitionTemplateNumber=1,type=pf,stream=enfo,number=1,'
+                'level=1 first.grib template.grib',
+                'echo "template bytes=$(stat -c %s template.grib)"',
+            ]
+        for i in range(self.repeats):
+            for kind, wrap, env in (('plain', '', ''),
+                                    ('darshan', '$PWD/darshan-run',
+                                     f'{nonmpi}export DARSHAN_LOGFILE=$PWD/run-{i}.darshan; ')):
+                command = self._command(out).format(wrap=wrap).strip()
+                self.prerun_cmds += [
+                    f'rm -rf {out} fdb-root && mkdir -p {out} fdb-root',
+                    f'( {env}s=$(date +%s.%N); {command} > {kind}-{i}.out 2>&1; rc=$?; '
+                    f'e=$(date +%s.%N); echo "run={kind} i={i} rc=$rc '
+                    f'seconds=$(echo "$e - $s" | bc)" )',
+                ]
+        self.prerun_cmds.append(f'rm -rf {out}')
+        self.executable = 'bash'
+        self.executable_opts = ['-c', "'for i in " + ' '.join(map(str, range(self.repeats)))
+                                + '; do darshan-parser --total run-$i.darshan > '
+                                'profile-$i.txt || exit 1; done\'']
+        self.keep_files = [f'profile-{i}.txt' for i in range(self.repeats)]
+
+    def _seconds(self, kind):
+        return sn.extractall(rf'^run={kind} i=\d+ rc=0 seconds=([0-9.]+)$', self.stdout, 1,
+                             float)
+
+    def _profiles(self):
+        return [f'profile-{i}.txt' for i in range(self.repeats)]
+
+    def expected_min_bytes(self):
+        """What the program is given to write (IOR: exactly that)."""
+        if self.program == 'ior':
+            return self.num_tasks * self.ior_block_mib * MIB
+        if self.program == 'fdb-archive':
+            steps, members, params = FDB_FIELDS
+            return (sn.extractsingle(r'^template bytes=(\d+)$', self.stdout, 1, int)
+                    * steps * members * params)
+        return netcdf.expected_bytes(NETCDF_MODEL, NETCDF_DAYS)
+
+    @sanity_function
+    def validate(self):
+        written = parsed(darshan.figure, self._profiles()[0], name='posix_bytes_written')
+        mpiio = parsed(darshan.figure, self._profiles()[0], name='mpiio_bytes_written')
+        checks = [
+            sn.assert_eq(sn.count(self._seconds('plain')), self.repeats,
+                         msg='not every plain run exited with 0 ({0} of {1})'),
+            sn.assert_eq(sn.count(self._seconds('darshan')), self.repeats,
+                         msg='not every profiled run exited with 0 ({0} of {1})'),
+            sn.assert_eq(parsed(darshan.counts_differ, *self._profiles()), [],
+                         msg="Darshan's counts differ between runs: {0}"),
+        ]
+        if self.program == 'ior':
+            checks.append(sn.assert_eq(written, self.expected_min_bytes()))
+        elif self.program == 'pnetcdf':
+            checks.append(sn.assert_ge(mpiio, netcdf.expected_bytes(NETCDF_MODEL, NETCDF_DAYS)))
+        elif self.program == 'netcdf-c':
+            checks.append(sn.assert_ge(written, netcdf.expected_bytes(NETCDF_MODEL, NETCDF_DAYS)))
+        else:
+            checks.append(sn.assert_ge(written, self.expected_min_bytes()))
+        return sn.all(checks)
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        first = self._profiles()[0]
+        for name in darshan.PROFILE:
+            self.perf_variables[name] = sn.make_performance_function(
+                parsed(darshan.figure, first, name=name),
+                's' if name.endswith('seconds') else ('B' if 'bytes' in name else 'ops'))
+
+    @performance_function('s')
+    def plain_seconds(self):
+        return median(*sn.evaluate(self._seconds('plain')))
+
+    @performance_function('fraction')
+    def darshan_overhead(self):
+        return (median(*sn.evaluate(self._seconds('darshan')))
+                / median(*sn.evaluate(self._seconds('plain'))) - 1)

@@ -1,0 +1,34 @@
+"""The reader of Darshan's profiles (iostack_rfm.parsers.darshan) on darshan-parser's own
+output of a real run (tests/data/darshan/README.md)."""
+import pathlib
+
+import pytest
+
+from iostack_rfm.parsers import darshan
+
+DD = (pathlib.Path(__file__).parents[1] / "data" / "darshan" / "dd-3x4KiB-fsync.total.txt").read_text()
+
+
+def test_a_real_profile_gives_what_dd_did():
+    p = darshan.profile(DD)
+    assert p["posix_bytes_written"] == 3 * 4096
+    assert p["posix_writes"] == 3 and p["posix_syncs"] == 1 and p["posix_opens"] == 2
+    # modules the program did not use count nothing
+    assert p["mpiio_bytes_written"] == 0 and p["stdio_writes"] == 0
+    assert 0 < p["posix_seconds"] < 1
+
+
+def test_runs_whose_counts_agree_pass_and_one_extra_write_is_named():
+    assert darshan.counts_differ(DD, DD) == []
+    more = DD.replace("total_POSIX_WRITES: 3", "total_POSIX_WRITES: 4")
+    assert more != DD and darshan.counts_differ(DD, more) == ["posix_writes"]
+
+
+def test_times_may_differ_between_runs():
+    slower = DD.replace("total_POSIX_F_WRITE_TIME: 0.000509", "total_POSIX_F_WRITE_TIME: 0.009")
+    assert slower != DD and darshan.counts_differ(DD, slower) == []
+
+
+def test_output_with_no_totals_is_a_clear_error():
+    with pytest.raises(ValueError, match="printed no totals"):
+        darshan.profile("# darshan log version: 3.41\n")
