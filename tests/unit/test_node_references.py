@@ -160,3 +160,16 @@ def test_holm_judges_a_night_s_figures_as_one_family():
     # one figure at p = 0.006 (gate 3's own ALPHA would call it) among 25: not a family alarm
     assert gates.holm({"x": 0.006, **{str(i): 0.5 for i in range(24)}}) == set()
     assert gates.confirmed([True, False, True, True, False]) == [False, False, False, True, False]
+
+
+def test_the_report_shows_each_case_s_node_and_cpu_frequency_policy():
+    from reframe_reports import series
+
+    from iostack.regression import report
+
+    (row, *_) = report.latest_rows(series())
+    # the kept reports ran on a VM without cpufreq: recorded as absent, not left out
+    assert row["node"] and row["cpu"] == "cpufreq absent"
+    assert report.cpu_text({"cpu_governor": "performance", "cpu_freq_cur_khz": 2250000,
+                            "cpu_freq_max_khz": 2250000, "cpu_freq_requested": "2250000"}) == \
+        "governor performance, now 2.25 GHz, cap 2.25 GHz, asked 2250000"
