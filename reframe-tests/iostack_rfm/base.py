@@ -198,7 +198,8 @@ class IostackMixin(rfm.RegressionTestPlugin):
         # after setup: a value is recorded for the environment it was measured in, and on
         # the node (its scratch disk is part of its identity: io_dir, else the stage's)
         self.node_key, self.node_identity = node_id.this_node(
-            self.io_dir(), self.current_partition.extras.get('node_class'))
+            self.io_dir(), self.current_partition.extras.get('node_class'),
+            context.node_override())
         _, section = self._references_section()
         if section is not None:
             self.reference = references.reference_dict(section, self.reference_variant,

@@ -122,16 +122,14 @@ def test_record_baseline_refuses_sessions_that_ran_on_uncommitted_code():
     assert baseline.choose_sessions(sessions, "sys", uuids=["1"]) == sessions[:1]
 
 
-def test_the_node_key_is_the_identity_s_or_the_declared_class_or_the_test_s(monkeypatch, tmp_path):
-    monkeypatch.delenv(node.NODE_ENV, raising=False)
+def test_the_node_key_is_the_identity_s_or_the_declared_class_or_the_test_s(tmp_path):
     key, ident = node.this_node(tmp_path / "not-yet")
     assert key == node.key_of(ident) and key.startswith(ident["host"].replace(":", "_"))
     assert set(ident) == {"host", "cpu_model", "machine_id", "scratch_device"}
     # a fresh VM of the same kind: same host name and CPU, another machine id
     assert node.key_of({**ident, "machine_id": "0" * 32}) != key
     assert node.this_node(tmp_path, "cray-ex.compute")[0] == "class.cray-ex.compute"
-    monkeypatch.setenv(node.NODE_ENV, "other node")
-    assert node.this_node(tmp_path, "cray-ex.compute")[0] == "other_node"
+    assert node.this_node(tmp_path, "cray-ex.compute", "other node")[0] == "other_node"
     assert references.validate({"C": {"references": {f"s:p+e@{key}": {}}}}) == []
 
 

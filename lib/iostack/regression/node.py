@@ -83,10 +83,11 @@ def key_of(ident: dict[str, str]) -> str:
     return f"{_UNSAFE.sub('_', ident.get('host', 'node'))}-{digest}"
 
 
-def this_node(scratch, node_class: str | None = None) -> tuple[str, dict[str, str]]:
-    """(key, identity) of the node a check's job runs on: IOSTACK_NODE's (tests), the node
-    class its partition declares, else this host's own (the local scheduler's jobs run here)."""
-    override = os.environ.get(NODE_ENV)
+def this_node(scratch, node_class: str | None = None,
+              override: str | None = None) -> tuple[str, dict[str, str]]:
+    """(key, identity) of the node a check's job runs on: `override`'s (IOSTACK_NODE, as
+    iostack_rfm.context reads it: tests), the node class its partition declares, else this
+    host's own (the local scheduler's jobs run here)."""
     if override:
         return _UNSAFE.sub("_", override), {"declared_by": f"{NODE_ENV}={override}"}
     if node_class:
