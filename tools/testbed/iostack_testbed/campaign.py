@@ -482,7 +482,7 @@ def smallest_caught_confirmed(clean: list[float], within: list[float], floor: fl
     each slowed by it and judged against the band of the others (None: fewer than 3)."""
     if len(clean) < 3:
         return None
-    pairs = list(zip(range(len(clean) - 1), range(1, len(clean))))
+    pairs = [(i - 1, i) for i in range(1, len(clean))]
     for step in range(1, 96):
         fraction = step / 100
         trips = [tripped(slowed(v, fraction, low_bad), clean[:i] + clean[i + 1:], within,
