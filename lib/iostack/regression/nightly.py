@@ -223,7 +223,7 @@ def unconfirmed_alarms(report: dict, target: Target,
     before = None
     lines, only_unconfirmed = [], True
     for tc in failed:
-        section = by_case.get((tc["name"], tc["partition"], tc.get("environ")))
+        section = by_case.get((tc["name"], tc["partition"], tc.get("environ"))) or {}
         alarms = _alarms(tc, section) if section and tc.get("system") == system else []
         failed_vars = [v for v, pv in results.perf_values(tc).items() if pv.result == "fail"]
         if (tc.get("fail_phase") != "performance" or not alarms or set(alarms) != set(failed_vars)
