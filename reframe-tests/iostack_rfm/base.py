@@ -54,6 +54,7 @@ from reframe.core.exceptions import PerformanceError, SanityError
 from reframe.core.logging import getlogger
 
 from iostack.core import filesystems, paths
+from iostack.regression import node as node_id
 from iostack.regression import references
 from iostack_rfm import context
 from iostack_rfm.parsers import slots, steps
@@ -70,8 +71,13 @@ STOPPED = 'iostack-stopped:'
 #: were asked for (SLURM_CPU_FREQ_REQ, which a site's modules and srun's --cpu-freq set) and the
 #: node's cap (cpufreq's scaling_max_freq; 0 where the node does not say)
 CPU_FREQ_FILE = 'iostack-cpufreq.txt'
-RECORD_CPU_FREQ = ('echo "${SLURM_CPU_FREQ_REQ:-} $(cat /sys/devices/system/cpu/cpu0/cpufreq/'
-                   f'scaling_max_freq 2>/dev/null || echo 0)" > {CPU_FREQ_FILE}')
+#: and, on a second line, its governor and current frequency (scaling_governor,
+#: scaling_cur_freq; `absent 0` where the node has no cpufreq, as on a VM)
+_CPUFREQ = '/sys/devices/system/cpu/cpu0/cpufreq'
+RECORD_CPU_FREQ = ('echo "${SLURM_CPU_FREQ_REQ:-} $(cat ' + _CPUFREQ + '/'
+                   f'scaling_max_freq 2>/dev/null || echo 0)" > {CPU_FREQ_FILE}; '
+                   'echo "$(cat ' + _CPUFREQ + '/scaling_governor 2>/dev/null || echo absent) '
+                   '$(cat ' + _CPUFREQ + f'/scaling_cur_freq 2>/dev/null || echo 0)" >> {CPU_FREQ_FILE}')
 
 
 _STOPPED_LINE = re.compile(rf'^{STOPPED} (\S+) after (\d+) s; df: (\S+) +\d+ +\d+ +(\d+) +\S+ +(.+)$',
@@ -161,6 +167,15 @@ class IostackMixin(rfm.RegressionTestPlugin):
     cpu_freq_requested = variable(str, value='')
     #: the node's CPU frequency cap (kHz) when the job started; 0 where the node does not say
     cpu_freq_max_khz = variable(int, value=0)
+    #: the node's cpufreq governor and current frequency (kHz) when the job started, shown in
+    #: the report and never gated ('absent', 0: the node has no cpufreq, as on a VM)
+    cpu_governor = variable(str, value='')
+    cpu_freq_cur_khz = variable(int, value=0)
+    #: the node its figures are judged as (iostack.regression.node: a declared node class or
+    #: the node's own identity) and that identity, stored with every result: record-baseline
+    #: keys what it records by it
+    node_key = variable(str, value='')
+    node_identity = variable(typ.Dict[str, str], value={})
 
     @run_after('init')
     def set_maintainers(self):
@@ -180,11 +195,15 @@ class IostackMixin(rfm.RegressionTestPlugin):
 
     @run_after('setup')
     def load_recorded_references(self):
-        # after setup: a value is recorded for the environment it was measured in
+        # after setup: a value is recorded for the environment it was measured in, and on
+        # the node (its scratch disk is part of its identity: io_dir, else the stage's)
+        self.node_key, self.node_identity = node_id.this_node(
+            self.io_dir(), self.current_partition.extras.get('node_class'),
+            context.node_override())
         _, section = self._references_section()
         if section is not None:
             self.reference = references.reference_dict(section, self.reference_variant,
-                                                       self.current_environ.name)
+                                                       self.current_environ.name, self.node_key)
 
     def reference_cpu_freq(self):
         """The CPU frequency (kHz) this case's recorded references were taken at (their
@@ -193,7 +212,8 @@ class IostackMixin(rfm.RegressionTestPlugin):
         if section is None:
             return None
         found = references.entries(section, self.current_partition.fullname,
-                                   self.reference_variant, self.current_environ.name)
+                                   self.reference_variant, self.current_environ.name,
+                                   self.node_key or None)
         freqs = [int(f) for e in found.values()
                  if (f := (e.get('provenance') or {}).get('cpu_freq_khz')) is not None]
         return max(freqs) if freqs else None
@@ -218,11 +238,15 @@ class IostackMixin(rfm.RegressionTestPlugin):
     def read_the_cpu_frequency(self):
         try:
             with open(os.path.join(self.stagedir, CPU_FREQ_FILE)) as f:
-                requested, _, cap = f.read().strip('\n').rpartition(' ')
+                first, _, policy = f.read().strip('\n').partition('\n')
         except OSError:
             return
+        requested, _, cap = first.rpartition(' ')
         self.cpu_freq_requested = requested.strip()
         self.cpu_freq_max_khz = int(cap) if cap.isdigit() else 0
+        governor, _, current = policy.strip().partition(' ')
+        self.cpu_governor = governor or 'absent'
+        self.cpu_freq_cur_khz = int(current) if current.isdigit() else 0
 
     @run_before('performance')
     def check_the_cpu_frequency_of_the_references(self):
@@ -239,9 +263,17 @@ class IostackMixin(rfm.RegressionTestPlugin):
         partition = self.current_partition.fullname
         environ = self.current_environ.name
         if section is None or references.has_baseline(section, partition,
-                                                      self.reference_variant, environ):
+                                                      self.reference_variant, environ,
+                                                      self.node_key or None):
             return
         site = context.site_of(self.current_partition)
+        if references.recorded_anywhere(section, partition, environ):
+            getlogger().warning(
+                f'{self.display_name}: node {self.node_key} has no baseline of its own in '
+                f'{path.name}: only its figures that transfer between nodes are judged; '
+                f'`bin/iostack record-baseline --site {site} --system '
+                f'{self.current_system.name} --check {type(self).__name__}` records its own')
+            return
         getlogger().warning(
             f'{self.display_name}: no baseline for {partition}+{environ} in {path.name}, so its '
             f'reference cannot be met and the check fails until one is recorded: run the '

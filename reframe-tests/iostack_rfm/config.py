@@ -34,6 +34,9 @@ Partition `extras` the checks read (iostack_rfm.context, iostack_rfm.base):
   short_access      sbatch options of a short, small run (the facts' slurm.short: another
                     QoS or partition); checks with `short_job` use them
   large_memory_access  sbatch options of a run needing more memory per node
+  node_class        the node class references are keyed by (`<site>.<group>`), where the
+                    facts declare the group's CPU model; else each node is its own
+                    (iostack.regression.node)
 Environment `extras`:
   app_modules       {feature: [modules]} the app checks load for an application
                     feature; none where the application is on PATH (Debian's)
@@ -207,6 +210,10 @@ def _slurm_partition(run, facts, group, features, **settings):
     the features of its file system and NPS mode come from the site's facts."""
     nodes = facts.nodes[group]
     extras = {'site': facts.name, 'io_dir': nodes.scratch}
+    if (nodes.cpu or {}).get('model'):
+        # the facts declare these nodes' hardware: one of them records the baseline of all
+        # (iostack.regression.node); jobs run on them, not where ReFrame runs
+        extras['node_class'] = f'{facts.name}.{group}'
     if nodes.srun_options():
         extras['launcher_options'] = nodes.srun_options()
     if nodes.mpi_launcher_options():

@@ -66,3 +66,8 @@ def site_of(partition) -> str:
 def site_of_system(system) -> str:
     """The site of a ReFrame system (every partition of a system is the same site's)."""
     return site_of(system.partitions[0])
+
+
+def node_override() -> str | None:
+    """The node a test plays (IOSTACK_NODE, iostack.regression.node): None in real runs."""
+    return os.environ.get('IOSTACK_NODE') or None

@@ -39,16 +39,33 @@ def iostack(*args, env=None, timeout=900):
     return p
 
 
+def refused_when_dirty(p, report):
+    """record-baseline refuses a session that ran on uncommitted code: from a tree with
+    changes (a developer's), that refusal, in one line, is the outcome to check."""
+    if report["session_info"]["commit"].endswith("-dirty"):
+        said = (p.stdout + p.stderr).strip().splitlines()
+        assert p.returncode != 0 and "ran on uncommitted code" in said[-1]
+        pytest.skip("the checkout has uncommitted changes: record-baseline refused its "
+                    "sessions, as it must")
+
+
 def newest_report(root):
     reports = results.run_reports(root / "reframe")
     assert reports, "ReFrame wrote no report"
     return results.read_report(reports[-1])
 
 
+def keyed(recorded, partition, environ):
+    """{node: entries} of the keys of a partition and environment."""
+    return {references.node_of(k): v for k, v in recorded.items()
+            if references.split_key(k) == (partition, environ)}
+
+
 def committed_release_references():
-    """The committed FdbThroughputCheck references of the release's FDB on `local`."""
-    return references.load(references.REFERENCES_DIR / "fdb_throughput.yaml")[
-        "FdbThroughputCheck"]["references"]["local:default+stack"]
+    """The committed FdbThroughputCheck references of the release's FDB on `local` (the dev
+    VM's, keyed by its node)."""
+    return keyed(references.load(references.REFERENCES_DIR / "fdb_throughput.yaml")[
+        "FdbThroughputCheck"]["references"], "local:default", "stack")
 
 
 def cases(report, check=None):
@@ -145,11 +162,15 @@ def test_record_baseline_writes_the_run_with_its_provenance(nightly, tmp_path):
     shutil.copytree(references.REFERENCES_DIR, tmp_path, dirs_exist_ok=True)
     p = iostack("record-baseline", "--site", "local", "--root", str(root),
                 "--check", "FdbThroughputCheck", "--references-dir", str(tmp_path))
+    refused_when_dirty(p, report)
     assert p.returncode == 0
     section = references.load(tmp_path / "fdb_throughput.yaml")["FdbThroughputCheck"]
     # under the environment it ran in; the release's (`stack`) entries are left as they were
-    recorded = section["references"]["local:default+builtin"]
-    assert section["references"]["local:default+stack"] == committed_release_references()
+    # ... and the node it ran on (this one's, as its jobs named it)
+    (node,) = {tc["node_key"] for tc in cases(report, "FdbThroughputCheck")}
+    recorded = section["references"][f"local:default+builtin@{node}"]
+    assert keyed(section["references"], "local:default", "stack") == \
+        committed_release_references()
     session = report["session_info"]
     for tc in cases(report, "FdbThroughputCheck"):
         if tc["result"] == "skip":
@@ -172,7 +193,7 @@ def test_an_environment_without_baseline_fails_until_one_is_recorded(tmp_path):
     refs = tmp_path / "references"
     shutil.copytree(references.REFERENCES_DIR, refs)
     data = references.load(refs / "fdb_throughput.yaml")["FdbThroughputCheck"]["references"]
-    assert "local:default+stack" in data and "local:default+builtin" not in data
+    assert keyed(data, "local:default", "stack") and not keyed(data, "local:default", "builtin")
     env = {"IOSTACK_RFM_REFERENCES": str(refs)}
     root = tmp_path / "root"
 
@@ -189,13 +210,67 @@ def test_an_environment_without_baseline_fails_until_one_is_recorded(tmp_path):
     # baseline's presence, not the machine's speed
     p = iostack("record-baseline", "--site", "local", "--root", str(root),
                 "--references-dir", str(refs), "--lower", "0.99", "--upper", "99", env=env)
+    refused_when_dirty(p, newest_report(root))
     assert p.returncode == 0
     p = iostack("nightly", "--site", "local", "--root", str(root), "--", *ONE_VARIANT, env=env)
     (tc,) = cases(newest_report(root), "FdbThroughputCheck")
     assert tc["result"] == "pass" and p.returncode == 0
     data = references.load(refs / "fdb_throughput.yaml")["FdbThroughputCheck"]["references"]
-    assert data["local:default+builtin"] and \
-        data["local:default+stack"] == committed_release_references()
+    assert keyed(data, "local:default", "builtin") and \
+        keyed(data, "local:default", "stack") == committed_release_references()
+
+
+def test_another_node_is_judged_by_ratios_until_it_records_its_own_baseline(tmp_path):
+    """`local` recorded by node A, run on node B (IOSTACK_NODE plays it): A's absolute
+    figures, which no node reaches (1e9 MiB/s), never judge B; A's ratio does, with a band
+    no working FDB leaves; the nightly passes and says in one line that B needs
+    record-baseline. Once B's own is recorded, B's absolute figures are judged by it."""
+    refs = tmp_path / "references"
+    shutil.copytree(references.REFERENCES_DIR, refs)
+    path = refs / "fdb_throughput.yaml"
+    data = references.load(path)
+    section = data["FdbThroughputCheck"]
+    prov = {"recorded": "2026-11-26T05:00:00Z", "commit": "0" * 40, "spack_lock_sha256": "ab",
+            "session": "s", "node": {"host": "node-a"}}
+    variant = references.variant_key({"size": "small", "durability": "sync-flush",
+                                      "path": "message", "buffer_mib": 64})
+    key_a = references.key("local:default", "builtin", "node-a")
+    references.record(section, key_a, variant, "fdb_write_ratio", 1.0, "ratio", prov,
+                      lower=-0.99, upper=99.0)
+    references.record(section, key_a, variant, "fdb_write_bw", 1e9, "MiB/s", prov, lower=-0.05)
+    references.record(section, key_a, variant, "fdb_cpu_per_gib", 1e-9, "s/GiB", prov,
+                      upper=0.05)
+    references.dump(path, data)
+    env = {"IOSTACK_RFM_REFERENCES": str(refs), "IOSTACK_NODE": "node-b"}
+    root = tmp_path / "root"
+
+    p = iostack("nightly", "--site", "local", "--root", str(root), "--", *ONE_VARIANT, env=env)
+    (tc,) = cases(newest_report(root), "FdbThroughputCheck")
+    assert tc["result"] == "pass" and p.returncode == 0 and tc["node_key"] == "node-b"
+    values = results.perf_values(tc)
+    assert values["fdb_write_ratio"].ref == 1.0            # A's ratio judges B
+    assert values["fdb_write_bw"].ref == 0 and values["fdb_write_bw"].lower is None
+    # the nightly's one line (the check's own warning says it in ReFrame's output too)
+    notice = [line for line in p.stdout.splitlines() if line.startswith("iostack: node ")]
+    assert notice == ["iostack: node node-b has no baseline of its own (FdbThroughputCheck): "
+                      "only figures that transfer between nodes were judged; after a passing "
+                      "nightly, `bin/iostack record-baseline --site local --system local` "
+                      "records its own"]
+
+    p = iostack("record-baseline", "--site", "local", "--root", str(root), "--check",
+                "FdbThroughputCheck", "--references-dir", str(refs), "--lower", "0.99",
+                "--upper", "99", env=env)
+    refused_when_dirty(p, newest_report(root))
+    assert p.returncode == 0
+    own = references.load(path)["FdbThroughputCheck"]["references"]
+    assert set(keyed(own, "local:default", "builtin")) == {"node-a", "node-b"}
+    p = iostack("nightly", "--site", "local", "--root", str(root), "--", *ONE_VARIANT, env=env)
+    (tc,) = cases(newest_report(root), "FdbThroughputCheck")
+    assert tc["result"] == "pass" and p.returncode == 0
+    bw = results.perf_values(tc)["fdb_write_bw"]
+    assert bw.ref == pytest.approx(own["local:default+builtin@node-b"][variant]["fdb_write_bw"][
+        "value"]) and bw.lower == -0.99                    # B's own, judged
+    assert not [line for line in p.stdout.splitlines() if "has no baseline of its own" in line]
 
 
 def test_zero_selected_test_cases_fail(tmp_path):

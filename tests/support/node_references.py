@@ -32,6 +32,12 @@ def widened(dest: pathlib.Path, partitions=("local:default",), environ="builtin"
                 if partition == "local:default" and env:
                     for variant, entries in variants.items():
                         local.setdefault(variant, {}).update(entries)
+            # the band holds on every node (a key without @node): a node's own recorded
+            # entries of the environment would take precedence over it, so they go
+            for key in [k for k in recorded if references.node_of(k)
+                        and references.split_key(k)[0] in partitions
+                        and references.split_key(k)[1] == environ]:
+                del recorded[key]
             for partition in partitions:
                 for variant, entries in local.items():
                     for var, e in entries.items():

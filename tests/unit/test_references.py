@@ -12,6 +12,8 @@ from iostack.core.errors import Failed
 from iostack.regression import baseline, references
 
 REFS = references.REFERENCES_DIR
+#: the node that recorded local's committed references (this project's dev VM)
+DEV_NODE = "vm-c43855eb"
 CHECKS = paths.REFRAME_DIR / "checks"
 
 
@@ -68,8 +70,13 @@ def test_local_has_baselines_for_the_nightly_timed_variants_of_the_release(file,
     section = references.load(REFS / file)[check]
     for params in NIGHTLY_VARIANTS[(file, check)]:
         variant = references.variant_key(params)
-        assert references.has_baseline(section, "local:default", variant, "stack"), variant
-        assert not references.has_baseline(section, "local:default", variant, "builtin"), variant
+        assert references.has_baseline(section, "local:default", variant, "stack",
+                                       DEV_NODE), variant
+        assert not references.has_baseline(section, "local:default", variant, "builtin",
+                                           DEV_NODE), variant
+        # another node of local has none of its own: those numbers are the dev VM's
+        assert not references.has_baseline(section, "local:default", variant, "stack",
+                                           "other-node"), variant
 
 
 SECTION = {
@@ -103,30 +110,33 @@ def entry(value):
 
 def test_a_value_judges_only_the_environment_it_was_measured_in():
     section = {"thresholds": SECTION["thresholds"],
-               "references": {"sys:part+stack": {"a=1": {"ratio": entry(0.9)}},
-                              "sys:part+builtin": {"*": {"ratio": entry(0.4)}}}}
-    assert references.reference_dict(section, "a=1", "stack")["sys:part"] == {
+               "references": {"sys:part+stack@n1": {"a=1": {"ratio": entry(0.9)}},
+                              "sys:part+builtin@n1": {"*": {"ratio": entry(0.4)}}}}
+    assert references.reference_dict(section, "a=1", "stack", "n1")["sys:part"] == {
         "ratio": (0.9, -0.1, None, "ratio")}
-    assert references.reference_dict(section, "a=1", "builtin")["sys:part"] == {
+    assert references.reference_dict(section, "a=1", "builtin", "n1")["sys:part"] == {
         "ratio": (0.4, -0.1, None, "ratio")}
     # an environment without its own gets no partition entry: ReFrame falls to '*'
-    assert "sys:part" not in references.reference_dict(section, "a=1", "gnu")
-    assert not references.has_baseline(section, "sys:part", "a=1", "gnu")
+    assert "sys:part" not in references.reference_dict(section, "a=1", "gnu", "n1")
+    assert not references.has_baseline(section, "sys:part", "a=1", "gnu", "n1")
     # a document's figure (no environment) holds for all; an environment's own overrides it
     section["references"]["sys:part"] = {"*": {"ratio": {**entry(0.7), "provenance": {
         "source": "[OIFS-HECToR] Table 2"}}}}
-    assert references.reference_dict(section, "a=1", "gnu")["sys:part"]["ratio"][0] == 0.7
-    assert references.reference_dict(section, "a=1", "stack")["sys:part"]["ratio"][0] == 0.9
+    assert references.reference_dict(section, "a=1", "gnu", "n1")["sys:part"]["ratio"][0] == 0.7
+    assert references.reference_dict(section, "a=1", "stack", "n1")["sys:part"]["ratio"][0] == 0.9
     assert references.validate({"C": section}) == []
 
 
 def test_a_measured_value_must_name_its_environment():
-    (error,) = references.validate({"C": {"references": {"sys:part": {"*": {
+    (error,) = references.validate({"C": {"references": {"sys:part@n1": {"*": {
         "ratio": entry(0.9)}}}}})
     assert "must name the environment" in error
-    (error,) = references.validate({"C": {"references": {"sys:part+a+b": {"*": {
+    (error,) = references.validate({"C": {"references": {"sys:part+env": {"*": {
         "ratio": entry(0.9)}}}}})
-    assert "system:partition+environment" in error
+    assert "must name the node it ran on" in error
+    (error,) = references.validate({"C": {"references": {"sys:part+a+b@n1": {"*": {
+        "ratio": entry(0.9)}}}}})
+    assert "system:partition, optionally +environment and @node" in error
 
 
 def test_an_unknown_partition_gets_a_reference_nothing_meets():
@@ -183,7 +193,8 @@ def session(uuid, t, ratio, result="fail", fail_phase="performance", system="sys
         "runs": [{"testcases": [{
             "name": "ThroughputCheck %a=1", "system": system, "partition": "part",
             "environ": "env", "filename": "/x/checks/through.py", "result": result,
-            "fail_phase": fail_phase, "reference_variant": "a=1",
+            "fail_phase": fail_phase, "reference_variant": "a=1", "node_key": "node1",
+            "node_identity": {"host": "node1"},
             "perfvalues": {f"{system}:part:ratio": [ratio, 1.7e308, 0, None, "ratio", "fail"],
                            f"{system}:part:bw": [100.0 * ratio, 0, None, None, "MiB/s", "pass"]},
         }]}],
@@ -208,10 +219,14 @@ def refs_dir(tmp_path):
     return tmp_path
 
 
+#: the node the kept reports ran on (whichever regenerated them)
+KEPT_NODE = next(iter(series()[0]["runs"][0]["testcases"]))["node_key"]
+
+
 def recorded(refs_dir, check, var, file="report_checks.yaml"):
-    # the kept reports ran in Debian's environment
-    return references.load(refs_dir / file)[check]["references"]["local:default+builtin"][
-        "size=small"][var]
+    # the kept reports ran in Debian's environment, on KEPT_NODE
+    return references.load(refs_dir / file)[check]["references"][
+        f"local:default+builtin@{KEPT_NODE}"]["size=small"][var]
 
 
 def test_record_baseline_writes_values_with_provenance(refs_dir):
@@ -226,14 +241,17 @@ def test_record_baseline_writes_values_with_provenance(refs_dir):
     info = night["session_info"]
     assert entry["provenance"] == {
         "recorded": baseline._utc(info["time_end_unix"]), "commit": commit,
-        "spack_lock_sha256": lock, "session": info["uuid"], "host": info["hostname"]}
+        "spack_lock_sha256": lock, "session": info["uuid"], "host": info["hostname"],
+        # the identity of the node its job ran on, as the job recorded it
+        "node": night["runs"][0]["testcases"][0]["node_identity"]}
+    assert entry["provenance"]["node"]["host"]
     informational = recorded(refs_dir, "TinyNewSystemCheck", "fdb_write_bw")
     assert (informational["value"], informational["lower"]) == (bw, None)
     assert (refs_dir / "report_checks.yaml").read_text().startswith("# kept\n")
     # and the check now has a baseline there, which it had not when it ran
     data = references.load(refs_dir / "report_checks.yaml")
     assert references.has_baseline(data["TinyNewSystemCheck"], "local:default", "size=small",
-                                   "builtin")
+                                   "builtin", KEPT_NODE)
     assert "TinyThroughputCheck" not in data["TinyNewSystemCheck"]["references"]
 
 
@@ -251,11 +269,12 @@ def test_record_baseline_takes_the_median_of_several_sessions_and_a_tolerance(re
     assert recorded(refs_dir, "TinyThroughputCheck", "fdb_write_bw")["lower"] is None
 
 
-def test_record_baseline_ignores_cases_whose_sanity_failed_and_other_systems(refs_dir):
+def test_record_baseline_ignores_cases_whose_sanity_failed_and_other_systems(refs_dir, capsys):
     tiny = real_report()
     assert baseline.record([tiny], "local", ["TinySanityFailCheck"], refs_dir=refs_dir) == {}
-    assert baseline.record([tiny], "local", ["TinyPassCheck"], refs_dir=refs_dir) == {
-        refs_dir / "tiny_checks.yaml": 1}
+    # a check without iostack's mixin names no node: nothing to key its values by
+    assert baseline.record([tiny], "local", ["TinyPassCheck"], refs_dir=refs_dir) == {}
+    assert "TinyPassCheck: its results name no node" in capsys.readouterr().out
     assert baseline.record(series(), "local-slurm", refs_dir=refs_dir) == {}
     with pytest.raises(Failed, match="no stored session has performance values from system nowhere"):
         baseline.choose_sessions(series(), "nowhere")
@@ -265,7 +284,7 @@ def with_case(s, name, result, fail_phase=None, perfvalues=None):
     s["runs"][0]["testcases"].append({
         "name": name, "system": "sys", "partition": "part", "environ": "env",
         "filename": "/x/checks/other.py", "result": result, "fail_phase": fail_phase,
-        "perfvalues": perfvalues or {}})
+        "node_key": "node1", "perfvalues": perfvalues or {}})
     return s
 
 
@@ -323,10 +342,10 @@ def test_each_value_names_only_the_sessions_it_is_the_median_of(refs_dir):
     other["runs"][0]["testcases"].pop(0)
     baseline.record(clean + [other], "sys", refs_dir=refs_dir)
     ratio = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
-        "sys:part+env"]["a=1"]["ratio"]
+        "sys:part+env@node1"]["a=1"]["ratio"]
     assert ratio["provenance"]["median_of_sessions"] == ["c0", "c1", "c2"]
     iops = references.load(refs_dir / "other.yaml")["OtherCheck"]["references"][
-        "sys:part+env"]["*"]["iops"]
+        "sys:part+env@node1"]["*"]["iops"]
     assert iops["provenance"]["session"] == "o1" and "median_of_sessions" not in iops["provenance"]
 
 
@@ -338,7 +357,7 @@ def test_the_band_comes_from_the_nights_spread(refs_dir):
     sessions = [session(str(i), 1.7e9 + i, r) for i, r in enumerate(ratios)]
     baseline.record(baseline.choose_sessions(sessions, "sys", count=5), "sys", refs_dir=refs_dir)
     entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
-        "sys:part+env"]["a=1"]["ratio"]
+        "sys:part+env@node1"]["a=1"]["ratio"]
     # median 1.0, MAD 0.01: 2.5 robust standard deviations
     assert entry["value"] == 1.0
     assert entry["lower"] == pytest.approx(-2.5 * 1.4826 * 0.01)
@@ -356,7 +375,7 @@ def test_one_night_takes_its_band_from_the_within_run_spread(refs_dir):
         0.17, 0, None, None, "fraction", "pass"]
     baseline.record([s], "sys", refs_dir=refs_dir)
     entry = references.load(refs_dir / "through.yaml")["ThroughputCheck"]["references"][
-        "sys:part+env"]["a=1"]["ratio"]
+        "sys:part+env@node1"]["a=1"]["ratio"]
     # range of 3 repeats / 1.7 = one repeat's sigma, x2 for the nights, x2.5
     assert entry["lower"] == pytest.approx(-2.5 * 2 * 0.17 / 1.7)
     assert entry["spread"]["band_from"] == "within-run"
@@ -395,7 +414,7 @@ def test_a_recorded_value_keeps_the_cpu_frequency_its_job_ran_at(refs_dir):
     assert "cpu_freq_khz" not in recorded(refs_dir, "TinyNewSystemCheck",
                                           "fdb_write_ratio")["provenance"]
     data = references.load(refs_dir / "report_checks.yaml")
-    data["TinyThroughputCheck"]["references"]["local:default+builtin"]["size=small"][
-        "fdb_write_ratio"]["provenance"]["cpu_freq_khz"] = "2.25 GHz"
+    data["TinyThroughputCheck"]["references"][f"local:default+builtin@{KEPT_NODE}"][
+        "size=small"]["fdb_write_ratio"]["provenance"]["cpu_freq_khz"] = "2.25 GHz"
     assert any("cpu_freq_khz '2.25 GHz' is not a frequency in kHz" in e
                for e in references.validate(data))

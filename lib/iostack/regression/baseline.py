@@ -12,6 +12,11 @@ A session that failed anything is refused, whatever is being recorded: its numbe
 baseline (a case whose only failure is the no-baseline placeholder, as on a new system,
 is no failure here).
 
+Each value is keyed by the node its job ran on (`@node`, the test case's `node_key`:
+iostack.regression.node): an absolute figure judges only that node. A session that ran on
+uncommitted code (its commit ends in `-dirty`) is refused, in one line: a reference must
+name code someone can check out.
+
 Bands (iostack.regression.gates): a gated variable's band is BAND_SIGMAS robust standard deviations
 of the recorded nights' values (record 5 or more: `--sessions 5`), never narrower than its
 threshold in the file (the floor); from fewer than 3 nights the band comes from the
@@ -72,6 +77,12 @@ def choose_sessions(sessions: list[dict], system: str, uuids: Sequence[str] = ()
                          "of its values is a baseline: " + "; ".join(failed[:5])
                          + (f"; and {len(failed) - 5} more" if len(failed) > 5 else "")
                          + " (fix it and run the nightly again, or name passing sessions)")
+    dirty = [s["session_info"].get("uuid") for s in chosen
+             if str(s["session_info"].get("commit", "")).endswith("-dirty")]
+    if dirty:
+        raise Failed(f"session(s) {', '.join(map(str, dirty))} ran on uncommitted code (commit "
+                     "`...-dirty`), which no checkout reproduces: commit, run the nightly "
+                     "again and record from its sessions")
     return chosen
 
 
@@ -117,6 +128,9 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
     # the CPU frequency each value's job ran at (the mixin's cpu_freq_requested)
     freqs: dict[tuple, set[str]] = {}
     without_file = set()
+    without_node = set()
+    # each node's identity, as its jobs recorded it
+    identities: dict[str, dict] = {}
     for session in sessions:
         for tc in results.last_attempts(session).values():
             check = results.check_of(tc)
@@ -129,9 +143,19 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
                     print(f"iostack: {check}: no {path}, its check keeps no references; skipped")
                     without_file.add(check)
                 continue
+            node = tc.get("node_key")
+            if not node:
+                if check not in without_node:
+                    print(f"iostack: {check}: its results name no node (not an iostack check, "
+                          "or stored before references were keyed by node); skipped")
+                    without_node.add(check)
+                continue
+            identities[node] = tc.get("node_identity") or {}
             variant = tc.get("reference_variant") or references.ANY_VARIANT
-            # keyed by the environment it ran in: Debian's FDB is not the release's
-            partition = references.key(f"{tc['system']}:{tc['partition']}", tc.get("environ"))
+            # keyed by the environment it ran in (Debian's FDB is not the release's) and the
+            # node (an absolute figure judges only the node that made it)
+            partition = references.key(f"{tc['system']}:{tc['partition']}", tc.get("environ"),
+                                       node)
             for var, pv in results.perf_values(tc).items():
                 if isinstance(pv.value, (int, float)):
                     k = (path, check, partition, variant, var)
@@ -169,6 +193,7 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
         (freq,) = ran_at
         if freq.isdigit():
             prov["cpu_freq_khz"] = int(freq)
+        prov["node"] = identities.get(references.node_of(partition) or "", {})
         references.record(section, partition, variant, var, statistics.median(vals),
                           units[(path, check, partition, variant, var)], prov, spread=spread,
                           **bounds)

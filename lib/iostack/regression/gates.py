@@ -16,6 +16,14 @@ bands, `nightly` runs the history test after ReFrame, the sensitivity campaign
 3. History (`history_verdict`): the last RECENT_NIGHTS nights together against up to
    HISTORY_NIGHTS nights before them, a one-sided Mann-Whitney U test (exact): a
    regression that persists is caught even when each night alone stays inside the band.
+   The nightly tests every gated figure at once, so their p-values are judged together
+   (`holm`): Holm-Bonferroni at FAMILY_ALPHA over the night's figures, which bounds the
+   chance that a clean night raises any history alarm, not each figure's.
+
+The whole nightly's false alarms: gate 1's are bounded per figure (the worst-night term),
+and ~24 figures add them up (5 of the campaign's 20 clean nights had one); the nightly
+therefore fails on a time figure's gate-1 alarm only when the night before raised it too
+(iostack.regression.nightly.unconfirmed_alarms; `confirmed` here).
 """
 from __future__ import annotations
 
@@ -38,6 +46,8 @@ RECENT_NIGHTS = 3
 HISTORY_NIGHTS = 20
 MIN_HISTORY = 8
 ALPHA = 0.01
+#: the chance that a clean night raises a history alarm on any of its figures (`holm`)
+FAMILY_ALPHA = 0.05
 #: a significant shift smaller than this is not a regression worth a failed nightly
 MIN_SHIFT = 0.05
 #: suffix of the perf variable holding a figure's within-run spread
@@ -129,6 +139,8 @@ class HistoryVerdict:
     shift: float
     p_value: float
     regressed: bool
+    #: the shift the bad way (positive: worse)
+    bad_shift: float = 0.0
 
     def describe(self) -> str:
         return (f"last {len(self.recent)} nights' median {statistics.median(self.recent):.4g} "
@@ -154,4 +166,34 @@ def history_verdict(series, lower_is_worse: bool, recent_nights: int = RECENT_NI
     p = float(mannwhitneyu(recent, history, alternative="less" if lower_is_worse else "greater",
                            method="exact").pvalue)
     bad = -shift if lower_is_worse else shift
-    return HistoryVerdict(recent, history, shift, p, p < ALPHA and bad >= MIN_SHIFT)
+    return HistoryVerdict(recent, history, shift, p, p < ALPHA and bad >= MIN_SHIFT, bad)
+
+
+def holm(p_values: dict, alpha: float = FAMILY_ALPHA) -> set:
+    """The keys of `p_values` that Holm-Bonferroni rejects at family-wise rate `alpha`: the
+    k-th smallest p (from 0) against alpha / (m - k), stopping at the first that is not
+    below it. Without a model of how the figures' noise is related (FDB's figures of one
+    job share a disk), it holds whatever the dependence."""
+    ordered = sorted(p_values.items(), key=lambda kv: kv[1])
+    rejected = set()
+    for k, (key, p) in enumerate(ordered):
+        if p >= alpha / (len(ordered) - k):
+            break
+        rejected.add(key)
+    return rejected
+
+
+def family_regressions(verdicts: dict, alpha: float = FAMILY_ALPHA) -> set:
+    """The keys of `verdicts` ({key: HistoryVerdict}, a night's figures) that regressed as a
+    family: Holm-rejected at `alpha`, and a median shift of at least MIN_SHIFT the bad way
+    (`regressed` of a verdict is its own test at ALPHA, which alone is what a figure on its
+    own would get)."""
+    rejected = holm({k: v.p_value for k, v in verdicts.items()}, alpha)
+    return {k for k in rejected if verdicts[k].bad_shift >= MIN_SHIFT}
+
+
+def confirmed(tripped_nights) -> list[bool]:
+    """Gate 1 with the next night's confirmation, over a figure's nights in order (whether
+    each tripped): a night alarms only when the night before tripped too."""
+    nights = list(tripped_nights)
+    return [bool(t and i > 0 and nights[i - 1]) for i, t in enumerate(nights)]

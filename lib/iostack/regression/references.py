@@ -28,8 +28,16 @@ A measured value is keyed by the programming environment it was measured in: Deb
 the other's numbers. A key without `+environment` (a figure from a document) holds for
 every environment; a key with one overrides it for that environment.
 
-A partition (and environment) without an entry gets an impossible reference for every
-gated variable (a lower bound no value reaches), so a new system fails until someone
+A measured value is keyed by the node it was measured on too (`@node`,
+iostack.regression.node: the node's own identity, or a node class the site declares), and an
+absolute figure (MiB/s, seconds, CPU s/GiB) is judged only there. A figure whose threshold
+says `transfers: true` (a ratio of two things measured in the same run, a work count) is
+judged on every node: by the node's own value, else by another node's (the latest recorded).
+On a node without a baseline of its own, the absolute figures get ReFrame's "no reference"
+(0, unbounded): shown, not judged, and the nightly says the node needs `record-baseline`.
+
+A partition (and environment) that no node has recorded gets an impossible reference for
+every gated variable (a lower bound no value reaches), so a new system fails until someone
 records its baseline with `bin/iostack record-baseline`. Standard library plus PyYAML
 (which ReFrame needs).
 """
@@ -81,28 +89,71 @@ def is_no_baseline(ref) -> bool:
     return isinstance(ref, (int, float)) and ref >= NO_BASELINE / 2
 
 
-def key(partition: str, environ: str | None = None) -> str:
-    """The references file's key of a partition (`system:partition`) and environment."""
-    return f"{partition}+{environ}" if environ else partition
+def key(partition: str, environ: str | None = None, node: str | None = None) -> str:
+    """The references file's key of a partition (`system:partition`), environment and node."""
+    return (f"{partition}+{environ}" if environ else partition) + (f"@{node}" if node else "")
 
 
 def split_key(key_: str) -> tuple[str, str | None]:
-    """(`system:partition`, environment or None) of a references file's key."""
-    partition, _, environ = key_.partition("+")
+    """(`system:partition`, environment or None) of a references file's key (its node aside:
+    node_of)."""
+    partition, _, environ = key_.partition("@")[0].partition("+")
     return partition, environ or None
 
 
-def entries(section: dict, partition: str, variant: str, environ: str | None) -> dict:
-    """The perf-variable entries for one partition, environment and variant: those of any
-    environment, then the environment's own; within each, '*' then the variant's own."""
+def node_of(key_: str) -> str | None:
+    """The node of a references file's key, None for a key that holds on every node."""
+    return key_.partition("@")[2] or None
+
+
+def transfers(section: dict, var: str) -> bool:
+    """Whether a variable is judged on every node (`transfers: true` in its threshold: a
+    ratio measured in one run, a work count), not only on the node that recorded it."""
+    return bool(((section.get("thresholds") or {}).get(var) or {}).get("transfers"))
+
+
+def _keys_of(recorded: dict, partition: str, environ: str | None, node) -> list[str]:
+    """The keys of `partition` that hold for `environ` and node `node` (None: keys without a
+    node), env-less first."""
+    return [k for k in recorded if split_key(k)[0] == partition
+            and split_key(k)[1] in (None, environ) and node_of(k) == node
+            and (split_key(k)[1] is None or environ)]
+
+
+def _newest(variants: dict) -> str:
+    return max((str(((e or {}).get("provenance") or {}).get("recorded", ""))
+                for entries_ in (variants or {}).values() for e in (entries_ or {}).values()),
+               default="")
+
+
+def entries(section: dict, partition: str, variant: str, environ: str | None,
+            node: str | None = None) -> dict:
+    """The perf-variable entries that hold for one partition, environment, variant and node:
+    lowest first, other nodes' figures that transfer (the latest recorded node last), then
+    every figure of keys without a node, then the node's own; within each, the keys of any
+    environment before the environment's own, '*' before the variant's own."""
     recorded = section.get("references") or {}
+    others = sorted({node_of(k) for k in recorded if node_of(k) and node_of(k) != node},
+                    key=lambda n: (max((_newest(recorded[k]) for k in recorded
+                                        if node_of(k) == n), default=""), n))
+    layers = [(n, True) for n in others] + [(None, False)] + ([(node, False)] if node else [])
     merged: dict = {}
-    for k in (partition, key(partition, environ)) if environ else (partition,):
-        by_variant = recorded.get(k) or {}
-        merged.update(by_variant.get(ANY_VARIANT) or {})
-        if variant != ANY_VARIANT:
-            merged.update(by_variant.get(variant) or {})
+    for layer_node, only_transfers in layers:
+        keys = sorted(_keys_of(recorded, partition, environ, layer_node),
+                      key=lambda k: split_key(k)[1] is not None)
+        for k in keys:
+            by_variant = recorded.get(k) or {}
+            for found in (by_variant.get(ANY_VARIANT) or {},
+                          by_variant.get(variant) or {} if variant != ANY_VARIANT else {}):
+                merged.update({var: e for var, e in found.items()
+                               if not only_transfers or transfers(section, var)})
     return merged
+
+
+def recorded_anywhere(section: dict, partition: str, environ: str | None) -> bool:
+    """Whether some node (or a document) has values for the partition and environment."""
+    return any(split_key(k)[0] == partition and split_key(k)[1] in (None, environ)
+               for k in section.get("references") or {})
 
 
 def recorded_since(entry: dict | None) -> float:
@@ -119,9 +170,14 @@ def recorded_since(entry: dict | None) -> float:
         return 0.0
 
 
-def has_baseline(section: dict, partition: str, variant: str, environ: str | None) -> bool:
+def has_baseline(section: dict, partition: str, variant: str, environ: str | None,
+                 node: str | None = None) -> bool:
+    """Whether every gated variable has a value of the node's own (or of a key that holds on
+    every node): other nodes' figures that transfer are no baseline of this one."""
     gated = gated_variables(section)
-    found = entries(section, partition, variant, environ)
+    recorded = section.get("references") or {}
+    own = {k: v for k, v in recorded.items() if node_of(k) in (None, node)}
+    found = entries({**section, "references": own}, partition, variant, environ, node)
     return bool(found) and all(v in found for v in gated)
 
 
@@ -131,17 +187,24 @@ def gated_variables(section: dict) -> list[str]:
             if t.get("lower") is not None or t.get("upper") is not None]
 
 
-def reference_dict(section: dict, variant: str, environ: str | None) -> dict:
-    """The `reference` a check sets in `environ`: the partitions recorded for it (ReFrame
-    keys a reference by `system:partition` only), and '*' that no value meets."""
+def reference_dict(section: dict, variant: str, environ: str | None,
+                   node: str | None = None) -> dict:
+    """The `reference` a check sets in `environ` on `node`: the partitions recorded for it
+    (ReFrame keys a reference by `system:partition` only), and '*' that no value meets. A
+    gated figure that holds only on the node that recorded it, judged on another node, gets
+    ReFrame's own "no reference" (0, unbounded): reported, not judged; a '*' it would fall
+    back to would fail it."""
     ref = {}
+    thresholds = section.get("thresholds") or {}
     partitions = {split_key(k)[0] for k in (section.get("references") or {})}
     for partition in sorted(partitions):
-        found = entries(section, partition, variant, environ)
-        if found:
-            ref[partition] = {var: (e["value"], e.get("lower"), e.get("upper"), e.get("unit"))
-                              for var, e in found.items()}
-    thresholds = section.get("thresholds") or {}
+        if not recorded_anywhere(section, partition, environ):
+            continue
+        found = entries(section, partition, variant, environ, node)
+        ref[partition] = {var: (e["value"], e.get("lower"), e.get("upper"), e.get("unit"))
+                          for var, e in found.items()}
+        for var in gated_variables(section):
+            ref[partition].setdefault(var, (0, None, None, thresholds[var].get("unit")))
     ref["*"] = {var: (NO_BASELINE, 0, None, thresholds[var].get("unit"))
                 for var in gated_variables(section)}
     return ref
@@ -209,9 +272,10 @@ def validate(data: dict) -> list[str]:
                               "figure: assert it in the check's sanity function, never as "
                               "a performance reference")
         for partition, variants in (section.get("references") or {}).items():
-            if not re.fullmatch(r"[^:+\s]+:[^:+\s]+(\+[^:+\s]+)?", str(partition)):
-                errors.append(f"{check}: {partition}: key must be system:partition or "
-                              "system:partition+environment")
+            if not re.fullmatch(r"[^:+@\s]+:[^:+@\s]+(\+[^:+@\s]+)?(@[A-Za-z0-9._-]+)?",
+                                str(partition)):
+                errors.append(f"{check}: {partition}: key must be system:partition, "
+                              "optionally +environment and @node")
             for variant, entries_ in (variants or {}).items():
                 for var, e in (entries_ or {}).items():
                     where = f"{check}: {partition} {variant} {var}"
@@ -219,6 +283,10 @@ def validate(data: dict) -> list[str]:
                             and split_key(str(partition))[1] is None):
                         errors.append(f"{where}: measured in a session, so its key must name "
                                       "the environment it ran in (system:partition+environment)")
+                    if (isinstance(e.get("provenance"), dict) and "session" in e["provenance"]
+                            and node_of(str(partition)) is None):
+                        errors.append(f"{where}: measured in a session, so its key must name "
+                                      "the node it ran on (system:partition+environment@node)")
                     value = e.get("value")
                     if not isinstance(value, numbers.Real) or not math.isfinite(value):
                         errors.append(f"{where}: value {value!r} is not a finite number")

@@ -266,6 +266,22 @@ def latest_cases(sessions: list[dict]) -> dict[tuple, tuple[dict, dict]]:
     return latest
 
 
+def cpu_text(tc: dict) -> str:
+    """The CPU frequency policy the case's job ran under (shown, never gated): governor,
+    current frequency and cap, what srun was asked for; `cpufreq absent` where the node has
+    none (a VM). Empty for a case run before jobs recorded it."""
+    governor = tc.get("cpu_governor")
+    if not governor:
+        return ""
+    parts = ["cpufreq absent" if governor == "absent" else f"governor {governor}"]
+    for key, what in (("cpu_freq_cur_khz", "now"), ("cpu_freq_max_khz", "cap")):
+        if tc.get(key):
+            parts.append(f"{what} {tc[key] / 1e6:.2f} GHz")
+    if tc.get("cpu_freq_requested"):
+        parts.append(f"asked {tc['cpu_freq_requested']}")
+    return ", ".join(parts)
+
+
 def latest_rows(sessions: list[dict]) -> list[dict]:
     """The latest results table: a row per test case, its values with their bands."""
     rows = []
@@ -279,7 +295,8 @@ def latest_rows(sessions: list[dict]) -> list[dict]:
         rows.append({"name": name, "where": f"{system}:{partition}+{environ or ''}",
                      "result": tc.get("result", ""), "reason": (tc.get("fail_reason") or "")[:300],
                      "when": tc.get("job_completion_time_unix") or info.get("time_start_unix"),
-                     "release": stack_of(info)["release"], "perf": perf})
+                     "release": stack_of(info)["release"], "perf": perf,
+                     "node": tc.get("node_key") or "", "cpu": cpu_text(tc)})
     return rows
 
 

@@ -181,15 +181,19 @@ class PerfValue(NamedTuple):
     result: str | None
 
 
-def series(sessions: list[dict], system: str, case: tuple, var: str) -> list[tuple[float, float]]:
+def series(sessions: list[dict], system: str, case: tuple, var: str,
+           node: str | None = None) -> list[tuple[float, float]]:
     """(session start, value) of a perf variable of one test case, `case` being its
     (name, partition, environment), over `sessions` (oldest first): every night it ran to
-    its performance stage (its sanity passed)."""
+    its performance stage (its sanity passed); with `node`, not the nights another node ran
+    (a night stored before results named their node counts)."""
     name, partition, environ = case
     out = []
     for session in sessions:
         tc = last_attempts(session).get((name, system, partition, environ))
         if tc is None or not (tc.get("result") == "pass" or tc.get("fail_phase") == "performance"):
+            continue
+        if node and tc.get("node_key") and tc["node_key"] != node:
             continue
         pv = perf_values(tc).get(var)
         if pv is not None and isinstance(pv.value, (int, float)):

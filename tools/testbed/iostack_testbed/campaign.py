@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import itertools
 import json
 import os
@@ -81,6 +82,7 @@ def check_of(name: str) -> str:
     return name.split("%")[0]
 
 
+@functools.cache
 def gated(check: str) -> dict[str, bool]:
     """{gated variable: lower is worse} of a check class, from its references file."""
     for path in sorted(references.REFERENCES_DIR.glob("*.yaml")):
@@ -279,6 +281,7 @@ def lower_is_worse(key: str) -> bool:
     return gated(check_of(case.split()[0]))[var]
 
 
+@functools.cache
 def floor_of(key: str) -> float:
     case, var = key.split("|")
     check = check_of(case.split()[0])
@@ -364,6 +367,8 @@ def analyse(nights: list[dict]) -> list[dict]:
                          "band": band.width if band else None,
                          "band_from": band.source if band else None,
                          "smallest_caught": smallest_caught(clean, within, floor, low_bad),
+                         "smallest_caught_confirmed": smallest_caught_confirmed(
+                             clean, within, floor, low_bad),
                          "smallest_caught_history": smallest_caught_history(clean, low_bad)})
             for slowdown, values in sorted(by_slowdown.items()):
                 if slowdown == "clean" or not clean:
@@ -379,29 +384,112 @@ def analyse(nights: list[dict]) -> list[dict]:
     return rows
 
 
-def rounds_with_alarms(nights: list[dict]) -> tuple[int, int]:
-    """Clean "nights" of the whole nightly: the i-th clean night of every figure together
-    (the campaign runs the figures one after the other). Returns (nights with at least
-    one gate-1 alarm among all gated values, nights): what one try of every check would
-    fail, with no retry."""
+def _clean_by_figure(nights: list[dict]) -> tuple[dict, int]:
     clean = [n for n in nights if n["slowdown"] == "clean" and not n["sanity_failed"]]
     by_figure: dict = {}
     for n in clean:
         by_figure.setdefault(n["figure"], []).append(n)
-    rounds = min((len(v) for v in by_figure.values()), default=0)
+    return by_figure, min((len(v) for v in by_figure.values()), default=0)
+
+
+def alarms_by_round(nights: list[dict]) -> tuple[dict[str, list[bool]], int]:
+    """{gated value: [gate 1 tripped on the i-th clean night, against the band of the
+    others]} and the number of rounds (the i-th clean night of every figure together: the
+    campaign runs the figures one after the other)."""
+    by_figure, rounds = _clean_by_figure(nights)
     within_all = spreads(nights)
-    alarmed = set()
+    out = {}
+    for figure_nights in by_figure.values():
+        keys = {k for n in figure_nights for k in n["values"] if not k.endswith(gates.SPREAD_SUFFIX)}
+        for key in sorted(keys):
+            values = [n["values"].get(key) for n in figure_nights]
+            low_bad = lower_is_worse(key)
+            trips = []
+            for i, value in enumerate(values[:rounds]):
+                others = [v for j, v in enumerate(values) if j != i and v is not None]
+                trips.append(value is not None and len(others) > 1 and tripped(
+                    value, others, within_all.get(key, []), floor_of(key), low_bad))
+            out[key] = trips
+    return out, rounds
+
+
+def rounds_with_alarms(nights: list[dict], confirm: bool = False) -> tuple[int, int]:
+    """Clean "nights" of the whole nightly (alarms_by_round). Returns (nights with at least
+    one gate-1 alarm among all gated values, nights): what one try of every check would
+    fail, with no retry. `confirm`: an alarm counts only when the night before raised it on
+    the same value too (the nightly's confirmation of time-only alarms), so the first night
+    cannot alarm."""
+    trips, rounds = alarms_by_round(nights)
+    alarmed = {i for t in trips.values() for i in range(rounds)
+               if t[i] and (not confirm or (i > 0 and t[i - 1]))}
+    return len(alarmed), rounds
+
+
+def history_false_alarms(nights: list[dict], family: bool = False) -> tuple[int, int]:
+    """Gate 3 on the clean nights in their order: (rounds whose last 3 nights some gated
+    value's history test calls a regression, rounds the test can judge). `family`: the
+    round's values judged together, Holm-Bonferroni at gates.FAMILY_ALPHA (the nightly's
+    rule), not each at gates.ALPHA."""
+    by_figure, rounds = _clean_by_figure(nights)
+    judged = range(gates.MIN_HISTORY + gates.RECENT_NIGHTS, rounds + 1)
+    verdicts: dict[int, dict] = {end: {} for end in judged}
     for figure_nights in by_figure.values():
         keys = {k for n in figure_nights for k in n["values"] if not k.endswith(gates.SPREAD_SUFFIX)}
         for key in keys:
-            values = [n["values"].get(key) for n in figure_nights]
-            low_bad = lower_is_worse(key)
-            for i, value in enumerate(values[:rounds]):
-                others = [v for j, v in enumerate(values) if j != i and v is not None]
-                if value is not None and len(others) > 1 and tripped(
-                        value, others, within_all.get(key, []), floor_of(key), low_bad):
-                    alarmed.add(i)
-    return len(alarmed), rounds
+            values = [n["values"].get(key) for n in figure_nights][:rounds]
+            for end in judged:
+                found = gates.history_verdict([v for v in values[:end] if v is not None],
+                                              lower_is_worse(key))
+                if found:
+                    verdicts[end][key] = found
+    alarmed = {end for end, found in verdicts.items()
+               if (gates.family_regressions(found) if family
+                   else [k for k, v in found.items() if v.regressed])}
+    return len(alarmed), len(judged)
+
+
+def whole_nightly_false_alarms(nights: list[dict], nightly_rules: bool) -> tuple[int, int]:
+    """Clean rounds with an alarm of gate 1 or gate 3 on some value: as the nightly judged
+    them before (each gate-1 alarm, each history test at gates.ALPHA) or with its rules now
+    (gate 1 confirmed by the night before, gate 3 Holm over the round's values)."""
+    trips, rounds = alarms_by_round(nights)
+    gate1 = {i for t in trips.values()
+             for i, alarm in enumerate(gates.confirmed(t) if nightly_rules else t) if alarm}
+    by_figure, _ = _clean_by_figure(nights)
+    gate3 = set()
+    judged = range(gates.MIN_HISTORY + gates.RECENT_NIGHTS, rounds + 1)
+    for end in judged:
+        found = {}
+        for figure_nights in by_figure.values():
+            keys = {k for n in figure_nights for k in n["values"]
+                    if not k.endswith(gates.SPREAD_SUFFIX)}
+            for key in keys:
+                values = [n["values"].get(key) for n in figure_nights][:end]
+                verdict = gates.history_verdict([v for v in values if v is not None],
+                                                lower_is_worse(key))
+                if verdict:
+                    found[key] = verdict
+        if (gates.family_regressions(found) if nightly_rules
+                else [k for k, v in found.items() if v.regressed]):
+            gate3.add(end - 1)      # the round of its last night
+    return len(gate1 | gate3), rounds
+
+
+def smallest_caught_confirmed(clean: list[float], within: list[float], floor: float,
+                              low_bad: bool, share: float = 0.95) -> float | None:
+    """smallest_caught with the next night's confirmation: the smallest slowdown at which
+    gate 1 trips on both nights of at least `share` of the pairs of consecutive clean nights,
+    each slowed by it and judged against the band of the others (None: fewer than 3)."""
+    if len(clean) < 3:
+        return None
+    pairs = [(i - 1, i) for i in range(1, len(clean))]
+    for step in range(1, 96):
+        fraction = step / 100
+        trips = [tripped(slowed(v, fraction, low_bad), clean[:i] + clean[i + 1:], within,
+                         floor, low_bad) for i, v in enumerate(clean)]
+        if sum(trips[a] and trips[b] for a, b in pairs) >= share * len(pairs):
+            return fraction
+    return None
 
 
 def short(key: str) -> str:
@@ -415,14 +503,16 @@ def short(key: str) -> str:
 
 def markdown(rows: list[dict]) -> str:
     lines = ["| figure | gated value | nights | slowdown | median | change vs clean | "
-             "gate 1 tripped | band | smallest caught in 95%: gate 1 | gate 3 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "gate 1 tripped | band | smallest caught in 95%: gate 1 | gate 1 confirmed | "
+             "gate 3 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         change = f"{r['change']:+.1%}" if r.get("change") is not None else ""
         band = f"{r['band']:.1%} ({r['band_from']})" if r.get("band") is not None else ""
         tripped = "n/a" if r["tripped"] is None else f"{r['tripped']}/{r['nights']}"
         smallest = " | ".join(f"{r[k]:.0%}" if r.get(k) else "" for k in
-                              ("smallest_caught", "smallest_caught_history"))
+                              ("smallest_caught", "smallest_caught_confirmed",
+                               "smallest_caught_history"))
         history = {True: ", history: caught", False: ", history: missed"}.get(
             bool(r["history"]), "") if r.get("history") is not None else ""
         lines.append(f"| {r['figure']} | {short(r['value'])} | {r['nights']} | {r['slowdown']} | "
@@ -437,8 +527,15 @@ def cmd_analyse(args) -> int:
     rows = analyse(nights)
     print(markdown(rows))
     alarmed, rounds = rounds_with_alarms(nights)
-    print(f"\nwhole nightly, one try of each check: {alarmed} of {rounds} clean nights with a "
-          "gate-1 alarm on some gated value")
+    confirmed, _ = rounds_with_alarms(nights, confirm=True)
+    history, judged = history_false_alarms(nights)
+    family, _ = history_false_alarms(nights, family=True)
+    before, _ = whole_nightly_false_alarms(nights, nightly_rules=False)
+    after, _ = whole_nightly_false_alarms(nights, nightly_rules=True)
+    print(f"\nwhole nightly, one try of each check, clean nights with an alarm on some gated "
+          f"value: gate 1 {alarmed} of {rounds}, confirmed by the night before {confirmed}; "
+          f"gate 3 {history} of the {judged} it judges, Holm over the values {family}; "
+          f"either gate: {before} of {rounds} before, {after} with the nightly's rules")
     if args.series:
         data = {"nights": [{k: n[k] for k in ("figure", "slowdown", "settings", "started",
                                                "seconds", "session", "sanity_failed", "values")}
