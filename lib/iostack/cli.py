@@ -47,6 +47,14 @@ def configure_output() -> None:
     logger.propagate = False
 
 
+def render(verdict) -> int:
+    """A regression's verdict (iostack.regression.nightly.Verdict), a line per finding, on
+    stdout with the run's own output; its exit code."""
+    for kind, text in verdict.findings:
+        print(f"iostack: {text}" if kind == "note" else f"iostack: {kind}: {text}", flush=True)
+    return verdict.rc
+
+
 def target(settings: Settings, args, env: bool = False) -> Target:
     """What a site command acts on: the checked site, its Spack environment (--env), the
     deployment root (--root, IOSTACK_ROOT, deploy/<site>), the ReFrame system (--system),
@@ -110,7 +118,7 @@ def cmd_deploy(settings, args):
 
     def regression(release: Target, extras):
         # the same run as the nightly: session extras, results DB, zero-test-case check
-        return nightly.run(release, extra=[*extras, *args.reframe_args], mode=args.mode)
+        return render(nightly.run(release, extra=[*extras, *args.reframe_args], mode=args.mode))
 
     return deploy.deploy(t, deploy.check_buildcache_arg(args.buildcache),
                          None if args.skip_regression else regression,
@@ -221,7 +229,7 @@ def cmd_nightly(settings, args):
     if args.image:
         digest = image.verify_mounted(pathlib.Path(args.image).resolve(), tree)
         extras += ["--session-extras", f"image_sha256={digest}"]
-    return nightly.run(t, extra=[*extras, *args.reframe_args], mode=args.mode)
+    return render(nightly.run(t, extra=[*extras, *args.reframe_args], mode=args.mode))
 
 
 def _release(root, release_id):

@@ -13,6 +13,7 @@ from reframe_reports import NO_BASELINE, PASS, SANITY_FAIL, real_report
 
 from iostack.core import filesystems, runlock
 from iostack.core.errors import Failed, IostackError
+from iostack.cli import render
 from iostack.regression import nightly, reframe
 from support import targets
 
@@ -55,7 +56,7 @@ def fake_reframe(tmp_path, monkeypatch, report, rc=0, stored=True, notes=None, t
 def test_no_test_case_is_a_failure_with_a_reason(tmp_path, monkeypatch, capsys):
     # ReFrame 4.10 with no case selected says PASSED, exits 0 and writes no report at all
     fake_reframe(tmp_path, monkeypatch, None)
-    assert nightly.run(targets.of(tmp_path), ["-n", "Nothing"], "nightly") == nightly.RC_NO_TESTS
+    assert render(nightly.run(targets.of(tmp_path), ["-n", "Nothing"], "nightly")) == nightly.RC_NO_TESTS
     out = capsys.readouterr().out
     assert "ran no test case" in out and "#3599" in out and "-n Nothing" in out
 
@@ -65,17 +66,17 @@ def test_an_old_report_does_not_count(tmp_path, monkeypatch):
     old.parent.mkdir(parents=True)
     old.write_text(json.dumps(real_report()))
     fake_reframe(tmp_path, monkeypatch, None)
-    assert nightly.run(targets.of(tmp_path)) == nightly.RC_NO_TESTS
+    assert render(nightly.run(targets.of(tmp_path))) == nightly.RC_NO_TESTS
 
 
 def test_a_failing_run_keeps_its_own_exit_code(tmp_path, monkeypatch):
     fake_reframe(tmp_path, monkeypatch, None, rc=1)
-    assert nightly.run(targets.of(tmp_path)) == 1
+    assert render(nightly.run(targets.of(tmp_path))) == 1
 
 
 def test_sessions_carry_commit_and_spack_lock_hash(tmp_path, monkeypatch):
     calls = fake_reframe(tmp_path, monkeypatch, real_report(PASS, uuid="u"))
-    assert nightly.run(targets.of(tmp_path, system="local-slurm"), mode="weekly") == 0
+    assert render(nightly.run(targets.of(tmp_path, system="local-slurm"), mode="weekly")) == 0
     (call,) = calls
     assert call["system"] == "local-slurm" and call["mode"] == "weekly"
     i = call["extra"].index("--session-extras")
@@ -89,7 +90,7 @@ def test_sessions_carry_commit_and_spack_lock_hash(tmp_path, monkeypatch):
 def test_missing_baselines_are_explained(tmp_path, monkeypatch, capsys):
     fake_reframe(tmp_path, monkeypatch, real_report(NO_BASELINE, PASS, system="local-slurm"),
                  rc=1)
-    assert nightly.run(targets.of(tmp_path, system="local-slurm")) == 1
+    assert render(nightly.run(targets.of(tmp_path, system="local-slurm"))) == 1
     hints = [line for line in capsys.readouterr().out.splitlines() if "record-baseline" in line]
     assert hints == ["  TinyNoBaselineCheck @local-slurm:default+builtin: bin/iostack record-baseline "
                      "--site local --system local-slurm --check TinyNoBaselineCheck"]
@@ -97,7 +98,7 @@ def test_missing_baselines_are_explained(tmp_path, monkeypatch, capsys):
 
 def test_other_failures_are_not_blamed_on_baselines(tmp_path, monkeypatch, capsys):
     fake_reframe(tmp_path, monkeypatch, real_report(SANITY_FAIL, PASS), rc=1)
-    nightly.run(targets.of(tmp_path))
+    render(nightly.run(targets.of(tmp_path)))
     assert "record-baseline" not in capsys.readouterr().out
 
 
@@ -111,7 +112,7 @@ def test_each_run_reads_and_prints_its_own_report(tmp_path, monkeypatch, capsys)
     newer.parent.mkdir(parents=True)
     newer.write_text(json.dumps(report_of("another-run")))
     calls = fake_reframe(tmp_path, monkeypatch, report_of("this-run"))
-    assert nightly.run(targets.of(tmp_path)) == 0
+    assert render(nightly.run(targets.of(tmp_path))) == 0
     own = calls[0]["extra"][calls[0]["extra"].index("--report-file") + 1]
     os.utime(newer)         # the other run's report is the newest in the directory
     assert own != newer and json.loads(own.read_text())["session_info"]["uuid"] == "this-run"
@@ -122,7 +123,7 @@ def test_a_session_the_db_did_not_store_fails_and_keeps_its_report(tmp_path, mon
     """[issue 12] ReFrame only warns when it cannot store the session; the nightly fails."""
     calls = fake_reframe(tmp_path, monkeypatch, report_of("s-1"), stored=False,
                          notes={"store_failed": "file is not a database"})
-    assert nightly.run(targets.of(tmp_path)) == nightly.RC_NOT_STORED
+    assert render(nightly.run(targets.of(tmp_path))) == nightly.RC_NOT_STORED
     own = calls[0]["extra"][calls[0]["extra"].index("--report-file") + 1]
     (line,) = [x for x in capsys.readouterr().out.splitlines() if "error" in x]
     assert line.startswith("iostack: error: session s-1 was NOT stored in the results DB "
@@ -133,7 +134,7 @@ def test_a_session_the_db_did_not_store_fails_and_keeps_its_report(tmp_path, mon
 
 def test_a_failed_run_whose_session_was_not_stored_keeps_the_failure_code(tmp_path, monkeypatch):
     fake_reframe(tmp_path, monkeypatch, report_of(failures=1), rc=1, stored=False)
-    assert nightly.run(targets.of(tmp_path)) == 1
+    assert render(nightly.run(targets.of(tmp_path))) == 1
 
 
 def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monkeypatch, capsys):
@@ -141,7 +142,7 @@ def test_a_check_that_did_not_load_fails_before_the_run_naming_it(tmp_path, monk
     calls = fake_reframe(tmp_path, monkeypatch, report_of(),
                          listed=nightly.MODES["nightly"].checks - {"StackSmokeCheck"})
     with pytest.raises(IostackError) as e:
-        nightly.run(targets.of(tmp_path))
+        render(nightly.run(targets.of(tmp_path)))
     assert e.value.exit_code == 2 and calls == []
     err = str(e.value)
     assert "mode nightly must run StackSmokeCheck, which did not load" in err
@@ -159,7 +160,7 @@ def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monk
         1, set(), [], "failed to load configuration: could not find a configuration entry for "
                       f"the requested system: '{system}'"))
     with pytest.raises(IostackError) as e:
-        nightly.run(targets.of(tmp_path, site=site, system=system))
+        render(nightly.run(targets.of(tmp_path, site=site, system=system)))
     err = str(e.value)
     assert e.value.exit_code == 2 and expected in err
     assert ("reframe-tests/config/local.py defines the systems sites/local.yaml lists (local, "
@@ -169,7 +170,7 @@ def test_a_missing_system_is_named_with_where_systems_are_defined(tmp_path, monk
 def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeypatch, capsys):
     calls = fake_reframe(tmp_path, monkeypatch, report_of())
     with pytest.raises(IostackError) as e:
-        nightly.run(targets.of(tmp_path), mode="nighlty")
+        render(nightly.run(targets.of(tmp_path), mode="nighlty"))
     assert e.value.exit_code == 2 and calls == []
     assert ("unknown mode 'nighlty': modes are deploy, nightly, weekly, defined in "
             "reframe-tests/iostack_rfm/config.py `modes`") in str(e.value)
@@ -178,7 +179,7 @@ def test_an_unknown_mode_is_named_with_where_modes_are_defined(tmp_path, monkeyp
 def test_the_run_gets_its_mode_s_deadline_and_the_lock(tmp_path, monkeypatch):
     calls = fake_reframe(tmp_path, monkeypatch, report_of())
     before = time.monotonic()
-    nightly.run(targets.of(tmp_path), mode="weekly")
+    render(nightly.run(targets.of(tmp_path), mode="weekly"))
     (call,) = calls
     bound = nightly.MODES["weekly"].wall_clock_seconds
     assert before + bound <= call["deadline"] <= time.monotonic() + bound
@@ -187,7 +188,7 @@ def test_the_run_gets_its_mode_s_deadline_and_the_lock(tmp_path, monkeypatch):
 
 def test_a_run_out_of_time_fails_saying_so(tmp_path, monkeypatch, capsys):
     fake_reframe(tmp_path, monkeypatch, None, timed_out=True)
-    assert nightly.run(targets.of(tmp_path)) == nightly.RC_TIME_UP
+    assert render(nightly.run(targets.of(tmp_path))) == nightly.RC_TIME_UP
     assert "mode nightly ran out of its wall-clock bound (4:00:00" in capsys.readouterr().out
 
 
@@ -197,7 +198,7 @@ def test_a_full_file_system_is_named(tmp_path, monkeypatch, capsys):
                         f"{path} is full: 0 KiB free of 40 MiB")
     (tmp_path / "reframe").mkdir()
     monkeypatch.setattr(nightly.roots, "require_writable", lambda root, sub: root / sub)
-    assert nightly.run(targets.of(tmp_path)) == 1
+    assert render(nightly.run(targets.of(tmp_path))) == 1
     out = capsys.readouterr().out
     assert f"iostack: error: file system /x (/dev/x, xfs) holding {tmp_path}/reframe is full" in out
 
@@ -283,7 +284,7 @@ def test_a_site_that_requires_an_account_and_has_none_is_refused_before_reframe(
                                                    "scheduler refuses every job without an account")
     assert calls == []
     monkeypatch.setattr(nightly, "preflight", lambda *a: None)
-    nightly.run(targets.of(tmp_path, site="cray-ex", account="t01"))
+    render(nightly.run(targets.of(tmp_path, site="cray-ex", account="t01")))
     assert [c["env"] for c in calls] == [{"IOSTACK_ACCOUNT": "t01"}]
 
 
@@ -333,7 +334,7 @@ def test_the_health_gate_drains_a_drifted_node_from_the_performance_checks_only(
     monkeypatch.setattr(nightly.results, "is_stored", lambda target, uuid: True)
     monkeypatch.setattr(nightly.packages, "missing_on_this_node", lambda purpose: [])
     monkeypatch.setattr(nightly.provenance, "git_commit", lambda: "c0ffee" * 6 + "c0ff")
-    assert nightly.run(targets.of(tmp_path, system="local-cluster"), ["-n", "PitzDaily"]) == 1
+    assert render(nightly.run(targets.of(tmp_path, system="local-cluster"), ["-n", "PitzDaily"])) == 1
     out = capsys.readouterr().out
     assert ("iostack: node2 is drained from the performance checks: /mnt/localdisk is mounted "
             "without noatime (options rw,relatime), inventory says defaults,noatime; 2 MB huge "
@@ -351,7 +352,7 @@ def test_a_run_of_the_hardware_check_itself_or_a_system_without_nodes_is_not_gat
     assert not nightly.gate_wanted(["-n", "NodeHardwareCheck", "--distribute=all"])
     assert nightly.gate_wanted(["-n", "PitzDaily"]) and nightly.gate_wanted([])
     calls = fake_reframe(tmp_path, monkeypatch, real_report(PASS))
-    assert nightly.run(targets.of(tmp_path)) == 0
+    assert render(nightly.run(targets.of(tmp_path))) == 0
     assert len(calls) == 1 and nightly.GATE_CHECK not in calls[0]["extra"]
 
 

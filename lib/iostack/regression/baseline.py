@@ -25,6 +25,7 @@ from (`spread:`). --lower/--upper set a band by hand instead (say why in the com
 """
 from __future__ import annotations
 
+import logging
 import datetime
 import pathlib
 import statistics
@@ -33,6 +34,8 @@ from collections.abc import Sequence
 from iostack.core.errors import Failed
 from iostack.regression import gates, references, results
 from iostack.site.target import Target
+
+log = logging.getLogger(__name__)
 
 
 def _only_without_baseline(tc: dict) -> bool:
@@ -140,13 +143,13 @@ def record(sessions: list[dict], system: str, checks=(), refs_dir: pathlib.Path 
             path = references.references_file(tc["filename"], refs_dir)
             if not path.is_file():
                 if check not in without_file:
-                    print(f"iostack: {check}: no {path}, its check keeps no references; skipped")
+                    log.info(f"{check}: no {path}, its check keeps no references; skipped")
                     without_file.add(check)
                 continue
             node = tc.get("node_key")
             if not node:
                 if check not in without_node:
-                    print(f"iostack: {check}: its results name no node (not an iostack check, "
+                    log.info(f"{check}: its results name no node (not an iostack check, "
                           "or stored before references were keyed by node); skipped")
                     without_node.add(check)
                 continue
@@ -221,6 +224,6 @@ def main(target: Target, checks=(), session_uuids=(), refs_dir=None, lower=None,
         raise Failed(f"session(s) {uuids} have no values to record for system {system}"
                      f"{' and checks ' + ', '.join(checks) if checks else ''}")
     for path, n in sorted(written.items()):
-        print(f"iostack: {path}: {n} value(s) recorded from session(s) {uuids} ({system})")
-    print("iostack: review with `git diff reframe-tests/references/` and commit")
+        log.info(f"{path}: {n} value(s) recorded from session(s) {uuids} ({system})")
+    log.info("review with `git diff reframe-tests/references/` and commit")
     return 0

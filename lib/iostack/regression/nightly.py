@@ -41,6 +41,7 @@ RC_TIME_UP, RC_REGRESSION.
 from __future__ import annotations
 
 import ast
+import logging
 import datetime
 import hashlib
 import os
@@ -54,6 +55,8 @@ from iostack.deployment import roots
 from iostack.regression import gates, references, reframe, results
 from iostack.site import facts, packages
 from iostack.site.target import Target
+
+log = logging.getLogger(__name__)
 
 RC_NO_TESTS = 3
 RC_NOT_STORED = 4
@@ -282,62 +285,79 @@ def preflight(target: Target, mode: str, env=None) -> None:
                            "lib/iostack/regression/nightly.py MODES; nothing was run")
 
 
+class Verdict(NamedTuple):
+    """What a run concluded: its exit code, and what to tell whoever reads it, in order, as
+    (kind, text): `error` (why it failed), `unconfirmed` (a time alarm that fails only when
+    the next night confirms it), `note` (anything else worth a line). The CLI prints it."""
+    rc: int
+    findings: tuple[tuple[str, str], ...] = ()
+
+
 def verdict(outcome: reframe.Outcome, report_path: pathlib.Path, target: Target, mode: str,
-            extra) -> int:
+            extra) -> Verdict:
     """The run's exit code, with one line saying what is wrong when it is not ReFrame's."""
     site, system, state, db = target.site, target.reframe_system, target.state_dir, target.results_db
+    said: list[tuple[str, str]] = []
+
+    def done(rc: int) -> Verdict:
+        return Verdict(rc, tuple(said))
+
     if outcome.timed_out:
-        print(f"iostack: error: mode {mode} ran out of its wall-clock bound "
-              f"({_duration(MODES[mode].wall_clock_seconds)}, lib/iostack/regression/nightly.py MODES): "
-              "ReFrame was interrupted and its jobs cancelled; the session is not stored")
-        return RC_TIME_UP
+        said.append(("error", f"mode {mode} ran out of its wall-clock bound "
+                     f"({_duration(MODES[mode].wall_clock_seconds)}, lib/iostack/regression/nightly.py MODES): "
+                     "ReFrame was interrupted and its jobs cancelled; the session is not stored"))
+        return done(RC_TIME_UP)
     full = filesystems.full(state) or filesystems.full(db)
     report = results.read_report(report_path) if report_path.is_file() else None
     if report is None:
         if full:
-            print(f"iostack: error: {full}: the run could not write its report "
-                  f"{report_path}; free space there and run again")
-            return outcome.rc or 1
+            said.append(("error", f"{full}: the run could not write its report "
+                         f"{report_path}; free space there and run again"))
+            return done(outcome.rc or 1)
         for note, what in (("report_failed", "could not write its report"),
                            ("error", "stopped")):
             if outcome.notes.get(note):
-                print(f"iostack: error: ReFrame {what}: {outcome.notes[note]}")
-                return outcome.rc or 1
+                said.append(("error", f"ReFrame {what}: {outcome.notes[note]}"))
+                return done(outcome.rc or 1)
     else:
-        print(f"iostack: ReFrame report: {report_path}")
+        said.append(("note", f"ReFrame report: {report_path}"))
     if report is None or not report.get("session_info", {}).get("num_cases"):
-        print(f"iostack: error: ReFrame ran no test case on system {system} (mode {mode}, "
-              f"options {' '.join(extra) or 'none'}): it would report PASSED (ReFrame issue "
-              "#3599); check the selection (-n/-t/-p) and the partitions' features")
-        return outcome.rc or RC_NO_TESTS
+        said.append(("error", f"ReFrame ran no test case on system {system} (mode {mode}, "
+                     f"options {' '.join(extra) or 'none'}): it would report PASSED (ReFrame issue "
+                     "#3599); check the selection (-n/-t/-p) and the partitions' features"))
+        return done(outcome.rc or RC_NO_TESTS)
     hints = _no_baseline_hints(report, site)
     if hints:
-        print("iostack: these failed for want of a recorded baseline; record one from this "
-              "run and commit reframe-tests/references/:\n" + "\n".join(hints))
+        said.append(("note", "these failed for want of a recorded baseline; record one from this "
+                     "run and commit reframe-tests/references/:\n" + "\n".join(hints)))
     if full:
-        print(f"iostack: error: {full}")
+        said.append(("error", full))
     for node, checks in sorted(nodes_without_baseline(report, target).items()):
-        print(f"iostack: node {node} has no baseline of its own ({', '.join(checks)}): only "
-              "figures that transfer between nodes were judged; after a passing nightly, "
-              f"`bin/iostack record-baseline --site {site} --system {system}` records its own")
+        said.append(("note", f"node {node} has no baseline of its own ({', '.join(checks)}): only "
+                     "figures that transfer between nodes were judged; after a passing nightly, "
+                     f"`bin/iostack record-baseline --site {site} --system {system}` records its own"))
     uuid = report.get("session_info", {}).get("uuid")
     if uuid and results.is_stored(target, uuid):
         rc = outcome.rc
         if rc:
             unconfirmed, only = unconfirmed_alarms(report, target)
-            for line in unconfirmed:
-                print(f"iostack: unconfirmed: {line}")
+            said.extend(("unconfirmed", line) for line in unconfirmed)
             rc = 0 if only else rc
         regressions = history_regressions(report, target)
-        for line in regressions:
-            print(f"iostack: error: regression: {line}")
-        return rc or (1 if full else 0) or (RC_REGRESSION if regressions else 0)
+        said.extend(("error", f"regression: {line}") for line in regressions)
+        return done(rc or (1 if full else 0) or (RC_REGRESSION if regressions else 0))
     reason = outcome.notes.get("store_failed", "the results DB does not hold it")
-    print(f"iostack: error: session {uuid} was NOT stored in the results DB "
-          f"{db} ({reason}); its report is kept: once the DB is repaired "
-          f"or moved aside, run `bin/iostack store-report --site {site} --system {system} "
-          f"--root {target.root} {report_path}`")
-    return outcome.rc or RC_NOT_STORED
+    said.append(("error", f"session {uuid} was NOT stored in the results DB "
+                 f"{db} ({reason}); its report is kept: once the DB is repaired "
+                 f"or moved aside, run `bin/iostack store-report --site {site} --system {system} "
+                 f"--root {target.root} {report_path}`"))
+    return done(outcome.rc or RC_NOT_STORED)
+
+
+def log_findings(v: Verdict) -> None:
+    """A verdict said as the run goes (the health gate's, before the checks run)."""
+    for kind, text in v.findings:
+        log.info(text if kind == "note" else f"{kind}: {text}")
 
 
 #: the health gate's check, and how the nodes it drained reach the run's checks
@@ -390,20 +410,20 @@ def health_gate(target: Target, mode: str, deadline: float, env: dict, extras: s
                                   partitions=True)
     if GATE_CHECK not in listing.checks:
         return None
-    print(f"iostack: health gate: {GATE_CHECK} on every node of {system} before the checks",
-          flush=True)
+    log.info(f"health gate: {GATE_CHECK} on every node of {system} before the checks")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     report_path = state / "reports" / f"run-report-{stamp}-{os.getpid()}-gate.json"
     gate = ["-n", GATE_CHECK, "--distribute=all"]
     outcome = reframe.reframe(target, mode=mode, deadline=deadline,
                               extra=["--session-extras", extras, "--report-file", report_path,
                                      *gate], env_extra=env, pass_fds=(lock_fd,))
-    rc = verdict(outcome, report_path, target, mode, gate)
+    said = verdict(outcome, report_path, target, mode, gate)
+    log_findings(said)
     report = results.read_report(report_path) if report_path.is_file() else None
     drained = drained_nodes(report) if report else {}
     for node, why in sorted(drained.items()):
-        print(f"iostack: {node} is drained from the performance checks: {why}", flush=True)
-    return rc, drained
+        log.info(f"{node} is drained from the performance checks: {why}")
+    return said.rc, drained
 
 
 def require_node_packages(mode: str, extra=()) -> None:
@@ -432,8 +452,9 @@ def job_environment(target: Target) -> dict[str, str]:
 ACCOUNT_ENV = "IOSTACK_ACCOUNT"
 
 
-def run(target: Target, extra=(), mode="nightly") -> int:
-    """The regression of the target's tree (its release, else its root) on its system."""
+def run(target: Target, extra=(), mode="nightly") -> Verdict:
+    """The regression of the target's tree (its release, else its root) on its system: its
+    verdict, which the caller prints."""
     deadline = time.monotonic() + mode_of(mode).wall_clock_seconds
     env = job_environment(target)
     state_dir = target.state_dir
@@ -459,4 +480,5 @@ def run(target: Target, extra=(), mode="nightly") -> int:
             target, mode=mode, deadline=deadline,
             extra=["--session-extras", extras, "--report-file", report_path, *extra],
             env_extra=env, pass_fds=(lock_fd,))
-        return verdict(outcome, report_path, target, mode, extra) or gate_rc
+        found = verdict(outcome, report_path, target, mode, extra)
+        return found._replace(rc=found.rc or gate_rc)

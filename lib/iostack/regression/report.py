@@ -14,6 +14,7 @@ from the latest session that has them.
 """
 from __future__ import annotations
 
+import logging
 import datetime
 import json
 import math
@@ -28,6 +29,8 @@ from iostack.core.errors import Failed
 from iostack.deployment import releases
 from iostack.site.target import Target
 from iostack.regression import references, results
+
+log = logging.getLogger(__name__)
 
 
 def bounds(ref, lower, upper):
@@ -364,5 +367,5 @@ def main(target: Target, out: pathlib.Path | None, period: str = results.ALL_TIM
     out = out or target.root / "reframe" / "report"
     index = write(target.site, sessions, out, target.root,
                   results.compare_latest(target, sessions, period))
-    print(f"iostack: report: {index} ({len(list(out.glob('*.png')))} charts)")
+    log.info(f"report: {index} ({len(list(out.glob('*.png')))} charts)")
     return 0
