@@ -67,6 +67,8 @@ class Programs:
     tools (grib_filter, grib_get_data, grib_set, codes_info) and valgrind, strace from PATH."""
     bench: pathlib.Path
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: netcdf-output-bench (the release's), for the NetCDF workload; None: not counted
+    netcdf: pathlib.Path | None = None
     #: what the references are keyed by: {"site": ..., "fdb-archive-bench": hash, ...}
     build: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -84,6 +86,11 @@ class Workload:
     toggles: tuple[str, ...]
     #: the command at a size (1 or 2), given the work directory's inputs
     command: Callable[[Programs, pathlib.Path, int], tuple[list[str], dict[str, str]]]
+    #: the Programs field it needs besides the bench (None: the bench and PATH's tools)
+    needs: str | None = None
+
+    def available(self, programs: Programs) -> bool:
+        return self.needs is None or getattr(programs, self.needs) is not None
 
 
 # fdb-archive-bench: N steps of 4 params, a flush per step
@@ -121,6 +128,16 @@ def _decode_command(programs: Programs, work: pathlib.Path, size: int):
 
 # FDB's own timing statistics are left out: they format the times they measure, whose
 # digits (and so instructions) vary from run to run
+def _netcdf_command(programs: Programs, work: pathlib.Path, size: int):
+    out = work / f"netcdf-{size}"
+    shutil.rmtree(out, ignore_errors=True)
+    # one rank (MPI's singleton), durable at every output step as the gated figure is
+    return [str(programs.netcdf), "--mode", "serial", "--days", str(size), "--sync", "step",
+            "--output-dir", str(out)], {}
+
+
+# netcdf-output-bench's INMCM6P day: 71 + 7 + 10 + 44 x 4 + 37 x 8 + 2 x 24 record writes
+NETCDF_RECORDS_PER_DAY = 608
 TIMED_FDB = ("*timed_archive*", "*timed_flush*", "*FDBStats::addArchive*", "*FDBStats::addFlush*")
 WORKLOADS = {w.name: w for w in (
     Workload("fdb-archive-key", "FDB archive with the key (fdb5::FDB::archive(key, data, "
@@ -133,6 +150,10 @@ WORKLOADS = {w.name: w for w in (
     Workload("grib-decode", "ecCodes decoding gribgen's fields (grib_get_data: the handle "
              "from the message, the values unpacked)", GRIB_STEPS * (4 * GRIB_LEVELS + 2),
              ("grib_handle_new_from_message", "grib_get_double_array"), _decode_command),
+    Workload("netcdf-serial", "netcdf-output-bench --mode serial --sync step, one rank: each "
+             "record gathered to rank 0 and pwrite()n to its field's file, an fsync per file "
+             "and step (per field: per record written)", NETCDF_RECORDS_PER_DAY,
+             ("posix_write", "posix_sync"), _netcdf_command, needs="netcdf"),
 )}
 
 
@@ -300,8 +321,14 @@ def measure_all(programs: Programs, work: pathlib.Path,
     unknown = sorted(set(names or ()) - set(WORKLOADS))
     if unknown:
         raise CountsError(f"no workload {', '.join(unknown)}; there are: {', '.join(WORKLOADS)}")
+    if not names:
+        names = [n for n, w in WORKLOADS.items() if w.available(programs)]
+    missing = [n for n in names if not WORKLOADS[n].available(programs)]
+    if missing:
+        raise CountsError(f"{', '.join(missing)}: its program is not given "
+                          f"({', '.join(str(WORKLOADS[n].needs) for n in missing)})")
     prepare(programs, work)
-    return {name: measure(WORKLOADS[name], programs, work) for name in (names or WORKLOADS)}
+    return {name: measure(WORKLOADS[name], programs, work) for name in names}
 
 
 # --- references and the gate ---------------------------------------------------------------
@@ -335,6 +362,7 @@ def reference(runs: Sequence[Mapping[str, Measurement]], build: Mapping[str, str
         top = sorted(table, key=lambda f: -abs(table[f]))[:TOP_FUNCTIONS]
         out["workloads"][name] = {"description": WORKLOADS[name].description,
                                   "fields": [WORKLOADS[name].fields, 2 * WORKLOADS[name].fields],
+                                  "runs": len(runs),
                                   "counts": counts,
                                   "functions": {f: round(table[f], 1) for f in top}}
     return out
@@ -414,7 +442,7 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
     specs = json.loads(lock_file.read_text())["concrete_specs"]
     found = {}
     for h, s in specs.items():
-        if s["name"] in ("fdb-archive-bench", "fdb", "eccodes"):
+        if s["name"] in ("fdb-archive-bench", "fdb", "eccodes", "netcdf-output-bench"):
             found[s["name"]] = (h, s)
     if "fdb-archive-bench" not in found:
         raise CountsError(f"{lock_file}: no fdb-archive-bench in the release")
@@ -430,11 +458,16 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
     if not bench.is_file():
         raise CountsError(f"{bench}: not installed (the release's lock names it)")
     env = {"FDB_ROOT": str(prefix("fdb"))} if "fdb" in found else {}
+    netcdf = None
+    if "netcdf-output-bench" in found:
+        netcdf = prefix("netcdf-output-bench") / "bin" / "netcdf-output-bench"
+        if not netcdf.is_file():
+            raise CountsError(f"{netcdf}: not installed (the release's lock names it)")
     build = {"site": site, "fdb-archive-bench": found["fdb-archive-bench"][0]}
-    for name in ("fdb", "eccodes"):
+    for name in ("fdb", "eccodes", "netcdf-output-bench"):
         if name in found:
             build[name] = f"{found[name][1]['version']}/{found[name][0][:7]}"
-    return Programs(bench=bench, env=env, build=build)
+    return Programs(bench=bench, env=env, build=build, netcdf=netcdf)
 
 
 def reference_file(build: Mapping[str, str], directory: pathlib.Path = REFERENCES_DIR) -> pathlib.Path:
@@ -448,9 +481,11 @@ def load_reference(path: pathlib.Path, build: Mapping[str, str] | None = None) -
     ref = yaml.safe_load(path.read_text())
     if not isinstance(ref, dict) or "workloads" not in ref:
         raise CountsError(f"{path}: not a count reference (no workloads)")
-    if build and ref.get("build", {}).get("fdb-archive-bench") != build.get("fdb-archive-bench"):
-        raise CountsError(f"{path} is for fdb-archive-bench {ref.get('build', {}).get('fdb-archive-bench')}, "
-                          f"the release has {build.get('fdb-archive-bench')}: re-record")
+    recorded = ref.get("build") or {}
+    for name in (n for n in recorded if n != "site" and build and n in build):
+        if recorded[name] != build[name]:
+            raise CountsError(f"{path} is for {name} {recorded[name]}, the release has "
+                              f"{build[name]}: re-record (bin/iostack counts record)")
     return ref
 
 
@@ -469,6 +504,11 @@ def record(programs: Programs, out: pathlib.Path, runs: int = 3,
         with _workdir(keep, f"record-{i}") as work:
             results.append(measure_all(programs, work, names))
     ref = reference(results, programs.build, commit, _version(["valgrind", "--version"]))
+    if names and out.is_file():
+        # only the named workloads re-recorded: the file's others stay as they were
+        old = load_reference(out, programs.build or None)
+        ref["workloads"] = {**old["workloads"], **ref["workloads"]}
+        ref.setdefault("recorded_before", old.get("recorded_before", [])).append(old["recorded"])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dump(ref))
     return ref
