@@ -293,7 +293,8 @@ def cmd_counts(settings, args):
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
     commit = provenance.git_commit() if args.action == "record" else None
-    return counts.main(programs, args.action, ref, args.runs, args.workload or None, keep, commit)
+    return counts.main(programs, args.action, ref, args.runs, args.workload or None, keep, commit,
+                       supersede=not args.references)
 
 
 def cmd_site_init(settings, args):

@@ -180,7 +180,7 @@ def _run(cmd: Sequence[str], env: Mapping[str, str], cwd: pathlib.Path, what: st
 
 
 def require_tools() -> None:
-    missing = [t for t in ("valgrind", "callgrind_annotate", "strace", "grib_filter",
+    missing = [t for t in ("unshare", "hostname", "valgrind", "callgrind_annotate", "strace", "grib_filter",
                            "grib_get_data", "grib_set", "codes_info") if not shutil.which(t)]
     if missing:
         raise CountsError("work counts need " + ", ".join(missing) + " on PATH (Debian: "
@@ -209,13 +209,28 @@ def prepare(programs: Programs, work: pathlib.Path) -> None:
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
+#: what every counted program sees of its node: FDB names its files by host name and by a
+#: number made from the process id, and formats them per field, so a longer host name or
+#: a process id of one more digit moves the counts (0.1%); in new UTS and PID namespaces
+#: both are the same on every run and node
+HOSTNAME = "iostack-counts"
+
+
+def isolated(cmd: Sequence[str]) -> list[str]:
+    """`cmd` with host name HOSTNAME and process id 1 (root; others: in a user namespace)."""
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return ["unshare", *user, "--uts", "--pid", "--fork", "--", "sh", "-c",
+            f'hostname {HOSTNAME} && exec "$@"', "sh", *cmd]
+
+
 def callgrind(cmd: list[str], env: Mapping[str, str], toggles: Sequence[str],
               work: pathlib.Path, label: str) -> tuple[int, pathlib.Path]:
     """Instructions executed in the toggled region, and callgrind's output file."""
     out = work / f"callgrind.{label}"
     log = work / f"valgrind.{label}.log"
-    _run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--log-file={log}",
-          "--collect-atstart=no", *(f"--toggle-collect={t}" for t in toggles), *cmd],
+    _run(isolated(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   f"--log-file={log}", "--collect-atstart=no",
+                   *(f"--toggle-collect={t}" for t in toggles), *cmd]),
          env, work, f"callgrind of {label}")
     m = _COLLECTED.search(log.read_text())
     if not m:
@@ -261,7 +276,7 @@ def strace(cmd: list[str], env: Mapping[str, str], work: pathlib.Path,
     """System calls by name, bytes the write calls took and fsync/fdatasync calls of a run
     (every thread)."""
     out = work / f"strace.{label}"
-    _run(["strace", "-f", "-qq", "-s", "0", "-o", str(out), *cmd], env, work,
+    _run(isolated(["strace", "-f", "-qq", "-s", "0", "-o", str(out), *cmd]), env, work,
          f"strace of {label}")
     calls: dict[str, int] = {}
     written = 0
@@ -552,11 +567,18 @@ def summary(measured: Mapping[str, Measurement], ref: Mapping | None = None) -> 
 
 def main(programs: Programs, action: str, reference_path: pathlib.Path, runs: int = 3,
          names: Sequence[str] | None = None, keep: pathlib.Path | None = None,
-         commit: str | None = None) -> int:
+         commit: str | None = None, supersede: bool = False) -> int:
     """`bin/iostack counts record|check`: prints a line per workload; a failed check prints
     a line per count that moved and exits 1."""
     if action == "record":
         ref = record(programs, reference_path, runs, names, commit, keep)
+        if supersede and programs.build.get("site"):
+            # the site's references for an older build go: git shows the new file as the
+            # old one renamed, with each count's change in its diff
+            for older in reference_path.parent.glob(f"{programs.build['site']}-*.yaml"):
+                if older != reference_path:
+                    older.unlink()
+                    print(f"iostack: {older.name} (an older build's) removed")
         for name, w in ref["workloads"].items():
             gated = sum(c["tolerance"] is not None for c in w["counts"].values())
             instr = w["counts"]["instructions"]
