@@ -538,22 +538,21 @@ def check(programs: Programs, ref: Mapping, names: Sequence[str] | None = None,
 
 
 class _workdir:
-    """A fresh directory of fixed path length (a root's path is in FDB's TOC and index
-    entries: its length must not move the counts), kept under `keep` if given."""
+    """A fresh directory /tmp/iostack-counts-XXXXXXXX: its path is in FDB's TOC and index
+    entries and in every field's location, so its length moves the counts (some 400
+    instructions a field per character); moved under `keep` afterwards if given."""
 
     def __init__(self, keep: pathlib.Path | None, label: str):
         self.keep, self.label = keep, label
 
     def __enter__(self) -> pathlib.Path:
-        if self.keep:
-            base = pathlib.Path(tempfile.mkdtemp(prefix=f"{self.label}-", dir=self.keep))
-        else:
-            base = pathlib.Path(tempfile.mkdtemp(prefix="iostack-counts-", dir="/tmp"))
-        self.path = base
-        return base
+        self.path = pathlib.Path(tempfile.mkdtemp(prefix="iostack-counts-", dir="/tmp"))
+        return self.path
 
     def __exit__(self, *exc):
-        if not self.keep:
+        if self.keep:
+            shutil.move(str(self.path), str(self.keep / f"{self.label}-{self.path.name}"))
+        else:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
