@@ -101,7 +101,7 @@ STRACE = """\
 
 
 def test_strace_output_is_read_by_call_with_the_bytes_writes_took(tmp_path, monkeypatch):
-    def fake_run(cmd, env, cwd, what, stdout=None):
+    def fake_run(cmd, env, cwd, what):
         pathlib.Path(cmd[cmd.index("-o") + 1]).write_text(STRACE)
     monkeypatch.setattr(counts, "_run", fake_run)
     got = counts.strace(["prog"], {}, tmp_path, "x")

@@ -34,14 +34,13 @@ import pathlib
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
 import yaml
 
-from iostack.core import paths
+from iostack.core import paths, process
 from iostack.core.errors import Failed, IostackError
 
 REFERENCES_DIR = paths.REFRAME_DIR / "references" / "counts"
@@ -166,13 +165,11 @@ def _schema(programs: Programs) -> pathlib.Path:
         raise CountsError(str(e)) from None
 
 
-def _run(cmd: Sequence[str], env: Mapping[str, str], cwd: pathlib.Path, what: str,
-         stdout=subprocess.DEVNULL) -> subprocess.CompletedProcess:
-    try:
-        p = subprocess.run(list(cmd), env=dict(env), cwd=cwd, stdout=stdout,
-                           stderr=subprocess.PIPE, text=True, timeout=1800)
-    except FileNotFoundError:
-        raise CountsError(f"{what}: {cmd[0]} not found") from None
+def _run(cmd: Sequence[str], env: Mapping[str, str], cwd: pathlib.Path,
+         what: str) -> process.CompletedProcess:
+    """Run a counted program (shown first, as every command of iostack's), `env` added to
+    this process's environment; its failure is one line."""
+    p = process.capture(list(cmd), env_extra=dict(env), cwd=cwd, timeout=1800)
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise CountsError(f"{what} failed (exit status {p.returncode}): {last}")
@@ -190,8 +187,8 @@ def require_tools() -> None:
 def prepare(programs: Programs, work: pathlib.Path) -> None:
     """The inputs: gribgen's fields (the checks' own writer, iostack_rfm.jobs.gribgen) at
     both sizes, their grib_filter rules, and fdb_throughput.py's template."""
-    env = programs.environ({"PYTHONPATH": os.pathsep.join(
-        [str(paths.REFRAME_DIR), os.environ.get("PYTHONPATH", "")])})
+    env = {**programs.env, "PYTHONPATH": os.pathsep.join(
+        [str(paths.REFRAME_DIR), os.environ.get("PYTHONPATH", "")])}
     script = ("import shutil, sys\nfrom iostack_rfm.jobs import gribgen\n"
               "shutil.copy(gribgen.sample(), 'GRIB2.tmpl')\n"
               "for size in (1, 2):\n"
@@ -244,8 +241,7 @@ _ANNOTATED = re.compile(r"^\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?(\S.*?)\s*$")
 def functions(out: pathlib.Path) -> dict[str, int]:
     """Instructions of each function (self cost) in a callgrind output, as
     callgrind_annotate tabulates them; a function's name without its file or object."""
-    p = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=no", str(out)],
-                       capture_output=True, text=True)
+    p = process.capture(["callgrind_annotate", "--threshold=100", "--inclusive=no", str(out)])
     if p.returncode != 0:
         raise CountsError(f"callgrind_annotate {out}: {p.stderr.strip()[-200:]}")
     table: dict[str, int] = {}
@@ -315,12 +311,12 @@ def measure(workload: Workload, programs: Programs, work: pathlib.Path,
     for size in (1, 2):
         label = f"{workload.name}-{size}"
         cmd, env = workload.command(programs, work, size)
-        instr[size], outs[size] = callgrind(cmd, programs.environ(env), workload.toggles,
+        instr[size], outs[size] = callgrind(cmd, {**programs.env, **env}, workload.toggles,
                                             work, label)
         tables[size] = functions(outs[size])
         if strace_too:
             cmd, env = workload.command(programs, work, size)
-            sys_counts[size] = strace(cmd, programs.environ(env), work, label)
+            sys_counts[size] = strace(cmd, {**programs.env, **env}, work, label)
     counts = {"instructions": (instr[2] - instr[1]) / extra}
     if strace_too:
         for name in sorted(set(sys_counts[1]) | set(sys_counts[2])):
@@ -439,10 +435,7 @@ def growth(reference_functions: Mapping[str, float], now: Mapping[str, float],
 
 
 def _version(cmd: list[str]) -> str | None:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True).stdout.strip() or None
-    except FileNotFoundError:
-        return None
+    return process.capture(cmd).stdout.strip() or None
 
 
 # --- where the programs come from ------------------------------------------------------------
@@ -496,8 +489,8 @@ def load_reference(path: pathlib.Path, build: Mapping[str, str] | None = None) -
     ref = yaml.safe_load(path.read_text())
     if not isinstance(ref, dict) or "workloads" not in ref:
         raise CountsError(f"{path}: not a count reference (no workloads)")
-    recorded = ref.get("build") or {}
-    for name in (n for n in recorded if n != "site" and build and n in build):
+    recorded, build = ref.get("build") or {}, build or {}
+    for name in (n for n in recorded if n != "site" and n in build):
         if recorded[name] != build[name]:
             raise CountsError(f"{path} is for {name} {recorded[name]}, the release has "
                               f"{build[name]}: re-record (bin/iostack counts record)")
@@ -539,8 +532,8 @@ def check(programs: Programs, ref: Mapping, names: Sequence[str] | None = None,
 
 class _workdir:
     """A fresh directory /tmp/iostack-counts-XXXXXXXX: its path is in FDB's TOC and index
-    entries and in every field's location, so its length moves the counts (some 400
-    instructions a field per character); moved under `keep` afterwards if given."""
+    entries and in every field's location, so its length moves the counts (by hundreds of
+    instructions a field, one character shorter); moved under `keep` afterwards if given."""
 
     def __init__(self, keep: pathlib.Path | None, label: str):
         self.keep, self.label = keep, label
