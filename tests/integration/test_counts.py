@@ -2,8 +2,8 @@
 ecCodes: recorded twice from the same build they are the same to well inside their band;
 a real CPU regression in FDB's archive path (tests/support/counts/archive_slowdown.c,
 LD_PRELOAD'ed: a busy loop before every fdb5::FDB::archive(key, ...)) of 2% fails the
-check, naming the function that grew, and so do 0.5% and 0.2% (the band is 0.1%); bad
-input is one line."""
+check, naming the function that grew, and so do 0.5% and 0.2% (the band is 0.1%); one
+more fdatasync a flush fails on the sync counts; bad input is one line."""
 import os
 import platform
 import shutil
@@ -107,6 +107,20 @@ def test_the_same_loop_with_no_instructions_passes(bench, recorded, slowdown):
     p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
                env={"LD_PRELOAD": str(slowdown)})
     assert p.returncode == 0, p.stdout
+
+
+def test_one_more_fdatasync_a_flush_fails_on_the_sync_counts(bench, recorded, slowdown):
+    ref, data = recorded
+    syncs = data["workloads"][KEY]["counts"]["syscall fdatasync"]["value"]
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
+               env={"LD_PRELOAD": str(slowdown), "IOSTACK_INJECT_SYNC": "1"})
+    assert p.returncode == 1
+    moved = {line.split(" per field")[0].split(": ", 1)[1]: line
+             for line in p.stdout.splitlines() if line.startswith("MOVED")}
+    # a flush every 4 fields: a quarter of an fdatasync more a field; the open and close
+    # of the directory too
+    assert {"syncs", "syscall fdatasync", "syscall openat", "syscall close"} <= set(moved)
+    assert f"per field {syncs + 0.25:,.2f} against {syncs:,.2f}" in moved["syscall fdatasync"]
 
 
 @pytest.mark.parametrize("args,line", [
