@@ -137,3 +137,34 @@ def test_the_reference_file_is_named_by_site_and_build():
 def test_recording_needs_two_runs(tmp_path):
     with pytest.raises(counts.CountsError, match="at least 2"):
         counts.record(counts.Programs(bench=tmp_path / "b"), tmp_path / "r.yaml", runs=1)
+
+
+def test_a_count_below_zero_per_field_is_never_gated():
+    # a whole-run count the larger run made fewer of: noise, however steady in the recording
+    r = ref(run(futex=-0.02), run(futex=-0.02), run(futex=-0.02))
+    assert r["workloads"]["fdb-archive-key"]["counts"]["syscall futex"]["tolerance"] is None
+    assert counts.compare(r, run(futex=0.0)) == []
+
+
+def test_a_fraction_stored_to_6_digits_is_not_a_move():
+    third = 2 / 6
+    r = ref(run(**{"syscall brk": third}), run(**{"syscall brk": third}))
+    assert r["workloads"]["fdb-archive-key"]["counts"]["syscall brk"]["value"] == 0.333333
+    assert counts.compare(r, run(**{"syscall brk": third})) == []
+    assert counts.compare(r, run(**{"syscall brk": 0.5})) != []
+
+
+def test_netcdfs_mpi_calls_are_shown_not_gated():
+    def nc(poll):
+        return {"netcdf-serial": Measurement({"instructions": 1000.0, "syscall pwrite64": 1.0,
+                                              "syscall poll": poll, "syscalls": 1.0 + poll},
+                                             {}, OUT)}
+    r = counts.reference((nc(3.0), nc(3.0)), {"site": "local", "fdb-archive-bench": "x"})
+    c = r["workloads"]["netcdf-serial"]["counts"]
+    assert c["syscall poll"]["tolerance"] is None and c["syscalls"]["tolerance"] is None
+    assert c["syscall pwrite64"]["tolerance"] is not None
+    assert counts.compare(r, nc(9.0)) == []
+    (move,) = counts.compare(r, {"netcdf-serial": Measurement(
+        {"instructions": 1000.0, "syscall pwrite64": 2.0, "syscall poll": 3.0, "syscalls": 5.0},
+        {}, OUT)})
+    assert move.count == "syscall pwrite64"
