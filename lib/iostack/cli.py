@@ -307,6 +307,33 @@ def cmd_store_report(settings, args):
     return 0
 
 
+def cmd_counts(settings, args):
+    from iostack.core import provenance
+    from iostack.regression import counts
+
+    if args.bench:
+        # a build of fdb-archive-bench outside a release (Debian's FDB, a developer's): its
+        # references are named, never looked up by build
+        if not args.references:
+            raise IostackError("counts --bench: give --references FILE (the references of "
+                               "that build)")
+        bench = pathlib.Path(args.bench).resolve()
+        if not bench.is_file():
+            raise IostackError(f"counts --bench: no such file: {bench}")
+        programs = counts.Programs(bench=bench)
+    else:
+        t = target(settings, args)
+        programs = counts.release_programs(_release(t.root, args.release).path, args.site)
+    ref = (pathlib.Path(args.references).resolve() if args.references
+           else counts.reference_file(programs.build))
+    keep = pathlib.Path(args.keep).resolve() if args.keep else None
+    if keep:
+        keep.mkdir(parents=True, exist_ok=True)
+    commit = provenance.git_commit() if args.action == "record" else None
+    return counts.main(programs, args.action, ref, args.runs, args.workload or None, keep, commit,
+                       supersede=not args.references)
+
+
 def cmd_site_init(settings, args):
     from iostack.offline import siteinit
 
@@ -507,6 +534,25 @@ def parser():
     p.add_argument("--system", help="ReFrame system whose config reads the DB (default: the site)")
     p.add_argument("reports", nargs="+", help="ReFrame JSON run reports (<root>/reframe/reports/)")
     p.set_defaults(func=cmd_store_report)
+
+    p = sub.add_parser("counts", help="work counts per field (instructions, system calls, "
+                       "bytes, syncs) of the timed programs: record references or check them")
+    p.add_argument("action", choices=["record", "check"])
+    site_args(p)
+    p.add_argument("--release", help="release to count (default: the current one)")
+    p.add_argument("--bench", metavar="PATH",
+                   help="count this fdb-archive-bench instead of the release's (with --references)")
+    p.add_argument("--references", metavar="FILE",
+                   help="reference file (default: reframe-tests/references/counts/"
+                        "<site>-<hash of the release's fdb-archive-bench>.yaml)")
+    p.add_argument("--runs", type=int, default=3, metavar="N",
+                   help="record: runs whose median and spread are recorded (default: 3)")
+    p.add_argument("--workload", action="append",
+                   help="only this workload (repeatable; default: all): fdb-archive-key, "
+                        "fdb-archive-message, grib-encode, grib-decode")
+    p.add_argument("--keep", metavar="DIR",
+                   help="keep the runs' inputs and callgrind/strace outputs under DIR")
+    p.set_defaults(func=cmd_counts)
 
     p = sub.add_parser("site", help="a new site")
     ssub = p.add_subparsers(dest="site_command", required=True)

@@ -1,0 +1,608 @@
+"""Work counts: what a timed program does per field, counted rather than timed (issue 38).
+
+Instructions executed, system calls by name, bytes written and syncs come out the same on
+every run, on any node, where times do not; so they are gated to within 1% (a 2% increase
+always fails), on every commit. Counted inside the timed region only:
+
+- instructions: valgrind's callgrind with collection off at start and toggled on entry and
+  exit of the timed calls (`--toggle-collect`): fdb-archive-bench's `timed_archive` and
+  `timed_flush` (kept out of line for this), ecCodes' encode (`grib_set_values`,
+  `grib_set_double_array`, `grib_get_message`) and decode (`grib_handle_new_from_message`,
+  `grib_get_double_array`) under its own tools;
+- system calls by name, bytes given to write calls, fsync/fdatasync: strace -f of the
+  whole program (strace cannot see a region).
+
+Per field: every workload runs at N and 2N fields, and a count per field is the difference
+over the extra N fields, so start-up, the first field's database creation and the program's
+exit cancel out.
+
+The workloads (WORKLOADS) are small: a few fields of gribgen's 37x72 grid, the template
+fdb_throughput.py archives (an ensemble member on level 1). References for one build are
+YAML under reframe-tests/references/counts/ (`<site>-<hash7>.yaml`, the hash of the
+release's fdb-archive-bench, whose DAG covers FDB, eckit, metkit and ecCodes): each count's
+median over the recording's runs, its spread, its band, and the instructions per field of
+the functions that do most of the work, which name what grew when a count moves
+(callgrind_annotate's per-function table, the tool's own reading of its output).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+
+import yaml
+
+from iostack.core import paths, process
+from iostack.core.errors import Failed, IostackError
+
+REFERENCES_DIR = paths.REFRAME_DIR / "references" / "counts"
+#: the band never exceeds this, so a 2% increase of any gated count fails
+MAX_TOLERANCE = 0.01
+#: nor is it narrower than this: room for a count's last digits (timestamps, pids)
+MIN_TOLERANCE = 0.001
+#: a count whose recorded runs spread wider than this is shown, not gated
+GATE_SPREAD = 0.005
+#: functions kept per workload in a reference (by instructions per field)
+TOP_FUNCTIONS = 40
+WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
+SYNCS = ("fsync", "fdatasync")
+
+
+class CountsError(IostackError):
+    """A count run that cannot start or whose program failed (exit status 2)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Programs:
+    """What is counted: fdb-archive-bench (the release's or one built elsewhere); ecCodes'
+    tools (grib_filter, grib_get_data, grib_set, codes_info) and valgrind, strace from PATH."""
+    bench: pathlib.Path
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: netcdf-output-bench (the release's), for the NetCDF workload; None: not counted
+    netcdf: pathlib.Path | None = None
+    #: what the references are keyed by: {"site": ..., "fdb-archive-bench": hash, ...}
+    build: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def environ(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {**os.environ, **self.env, **(extra or {})}
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    #: fields at the small size; the large one is twice as many
+    fields: int
+    #: callgrind --toggle-collect patterns: the timed region
+    toggles: tuple[str, ...]
+    #: the command at a size (1 or 2), given the work directory's inputs
+    command: Callable[[Programs, pathlib.Path, int], tuple[list[str], dict[str, str]]]
+    #: the Programs field it needs besides the bench (None: the bench and PATH's tools)
+    needs: str | None = None
+    #: the system calls gated by name (None: every one the recording found steady); the
+    #: others, and their total, are shown only
+    gated_calls: tuple[str, ...] | None = None
+
+    def available(self, programs: Programs) -> bool:
+        return self.needs is None or getattr(programs, self.needs) is not None
+
+
+# fdb-archive-bench: N steps of 4 params, a flush per step
+FDB_STEPS, FDB_PARAMS = 2, 4
+# gribgen's set: 1 level, so 4 pressure-level + 2 surface fields per step
+GRIB_STEPS, GRIB_LEVELS, GRID = 1, 1, (37, 72)
+
+
+def _fdb_command(path: str):
+    def command(programs: Programs, work: pathlib.Path, size: int):
+        root = work / f"fdb-{path}-{size}"
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir()
+        config = work / f"fdb-{path}-{size}.yaml"
+        config.write_text(f"type: local\nengine: toc\nschema: {_schema(programs)}\n"
+                          f"spaces:\n- roots:\n  - path: {root}\n")
+        env = {"FDB5_CONFIG_FILE": str(config), "FDB_HOME": str(work / "fdb-home"),
+               # FDB's default durability, said out loud: synchronous, data synced per flush
+               "FDB_ASYNC_WRITE": "0", "FDB_DATA_SYNC_ON_FLUSH": "1"}
+        return [str(programs.bench), "--template", str(work / "template.grib"), "--path", path,
+                "--nsteps", str(FDB_STEPS * size), "--nparams", str(FDB_PARAMS)], env
+    return command
+
+
+def _encode_command(programs: Programs, work: pathlib.Path, size: int):
+    out = work / f"encoded-{size}.grib"
+    return ["grib_filter", "-o", str(out), str(work / f"rules-{size}.txt"),
+            str(work / "GRIB2.tmpl")], {}
+
+
+def _decode_command(programs: Programs, work: pathlib.Path, size: int):
+    # grib_get_data prints every value: the printing is outside the region
+    return ["grib_get_data", str(work / f"fields-{size}.grib")], {}
+
+
+# FDB's own timing statistics are left out: they format the times they measure, whose
+# digits (and so instructions) vary from run to run
+def _netcdf_command(programs: Programs, work: pathlib.Path, size: int):
+    out = work / f"netcdf-{size}"
+    shutil.rmtree(out, ignore_errors=True)
+    # one rank (MPI's singleton), durable at every output step as the gated figure is
+    return [str(programs.netcdf), "--mode", "serial", "--days", str(size), "--sync", "step",
+            "--output-dir", str(out)], {}
+
+
+# netcdf-output-bench's INMCM6P day: 71 + 7 + 10 + 44 x 4 + 37 x 8 + 2 x 24 record writes
+NETCDF_RECORDS_PER_DAY = 608
+TIMED_FDB = ("*timed_archive*", "*timed_flush*", "*FDBStats::addArchive*", "*FDBStats::addFlush*")
+WORKLOADS = {w.name: w for w in (
+    Workload("fdb-archive-key", "FDB archive with the key (fdb5::FDB::archive(key, data, "
+             "length)), a flush per step", FDB_STEPS * FDB_PARAMS, TIMED_FDB, _fdb_command("key")),
+    Workload("fdb-archive-message", "FDB archive from the message (FDB decodes its key)",
+             FDB_STEPS * FDB_PARAMS, TIMED_FDB, _fdb_command("message")),
+    Workload("grib-encode", "ecCodes encoding gribgen's fields (grib_filter: header keys, "
+             "values packed to 16 bits, the message)", GRIB_STEPS * (4 * GRIB_LEVELS + 2),
+             ("grib_set_values", "grib_set_double_array", "grib_get_message"), _encode_command),
+    Workload("grib-decode", "ecCodes decoding gribgen's fields (grib_get_data: the handle "
+             "from the message, the values unpacked)", GRIB_STEPS * (4 * GRIB_LEVELS + 2),
+             ("grib_handle_new_from_message", "grib_get_double_array"), _decode_command),
+    Workload("netcdf-serial", "netcdf-output-bench --mode serial --sync step, one rank: each "
+             "record gathered to rank 0 and pwrite()n to its field's file, an fsync per file "
+             "and step (per field: per record written)", NETCDF_RECORDS_PER_DAY,
+             ("posix_write", "posix_sync"), _netcdf_command, needs="netcdf",
+             # MPI's progress thread polls and wakes as the run's timing has it
+             gated_calls=("pwrite64", "fsync")),
+)}
+
+
+def _schema(programs: Programs) -> pathlib.Path:
+    from iostack.deployment import fdbconfig
+
+    try:
+        return fdbconfig.find_schema(programs.environ())
+    except FileNotFoundError as e:
+        raise CountsError(str(e)) from None
+
+
+def _run(cmd: Sequence[str], env: Mapping[str, str], cwd: pathlib.Path,
+         what: str) -> process.CompletedProcess:
+    """Run a counted program (shown first, as every command of iostack's), `env` added to
+    this process's environment; its failure is one line."""
+    p = process.capture(list(cmd), env_extra=dict(env), cwd=cwd, timeout=1800)
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise CountsError(f"{what} failed (exit status {p.returncode}): {last}")
+    return p
+
+
+def require_tools() -> None:
+    missing = [t for t in ("unshare", "hostname", "valgrind", "callgrind_annotate", "strace", "grib_filter",
+                           "grib_get_data", "grib_set", "codes_info") if not shutil.which(t)]
+    if missing:
+        raise CountsError("work counts need " + ", ".join(missing) + " on PATH (Debian: "
+                          "valgrind, strace, libeccodes-tools)")
+
+
+def prepare(programs: Programs, work: pathlib.Path) -> None:
+    """The inputs: gribgen's fields (the checks' own writer, iostack_rfm.jobs.gribgen) at
+    both sizes, their grib_filter rules, and fdb_throughput.py's template."""
+    env = {**programs.env, "PYTHONPATH": os.pathsep.join(
+        [str(paths.REFRAME_DIR), os.environ.get("PYTHONPATH", "")])}
+    script = ("import shutil, sys\nfrom iostack_rfm.jobs import gribgen\n"
+              "shutil.copy(gribgen.sample(), 'GRIB2.tmpl')\n"
+              "for size in (1, 2):\n"
+              f"    sizes = ({GRIB_STEPS} * size, {GRIB_LEVELS}, {GRID[0]}, {GRID[1]})\n"
+              "    with open(f'rules-{size}.txt', 'w') as f:\n"
+              "        f.writelines(line + '\\n' for line in gribgen.rules(*sizes))\n"
+              "    gribgen.write(f'fields-{size}.grib', *sizes)\n"
+              f"gribgen.write('first.grib', 1, 1, {GRID[0]}, {GRID[1]}, count=1)\n")
+    _run([sys.executable, "-c", script], env, work, "writing gribgen's fields")
+    _run(["grib_set", "-s", "productDefinitionTemplateNumber=1,type=pf,stream=enfo,number=1,"
+          "level=1", "first.grib", "template.grib"], env, work, "grib_set of the template")
+    (work / "fdb-home" / "etc" / "config").mkdir(parents=True, exist_ok=True)
+
+
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+#: what every counted program sees of its node: FDB names its files by host name and by a
+#: number made from the process id, and formats them per field, so a longer host name or
+#: a process id of one more digit moves the counts (0.1%); in new UTS and PID namespaces
+#: both are the same on every run and node
+HOSTNAME = "iostack-counts"
+
+
+def isolated(cmd: Sequence[str]) -> list[str]:
+    """`cmd` with host name HOSTNAME and process id 1 (root; others: in a user namespace)."""
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return ["unshare", *user, "--uts", "--pid", "--fork", "--", "sh", "-c",
+            f'hostname {HOSTNAME} && exec "$@"', "sh", *cmd]
+
+
+def callgrind(cmd: list[str], env: Mapping[str, str], toggles: Sequence[str],
+              work: pathlib.Path, label: str) -> tuple[int, pathlib.Path]:
+    """Instructions executed in the toggled region, and callgrind's output file."""
+    out = work / f"callgrind.{label}"
+    log = work / f"valgrind.{label}.log"
+    _run(isolated(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   f"--log-file={log}", "--collect-atstart=no",
+                   *(f"--toggle-collect={t}" for t in toggles), *cmd]),
+         env, work, f"callgrind of {label}")
+    m = _COLLECTED.search(log.read_text())
+    if not m:
+        raise CountsError(f"callgrind of {label}: no 'Collected' line in {log}")
+    return int(m.group(1)), out
+
+
+_ANNOTATED = re.compile(r"^\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?(\S.*?)\s*$")
+
+
+def functions(out: pathlib.Path) -> dict[str, int]:
+    """Instructions of each function (self cost) in a callgrind output, as
+    callgrind_annotate tabulates them; a function's name without its file or object."""
+    p = process.capture(["callgrind_annotate", "--threshold=100", "--inclusive=no", str(out)])
+    if p.returncode != 0:
+        raise CountsError(f"callgrind_annotate {out}: {p.stderr.strip()[-200:]}")
+    table: dict[str, int] = {}
+    started = False
+    for line in p.stdout.splitlines():
+        if "file:function" in line:
+            started = True
+            continue
+        if not started or line.startswith("--"):
+            continue
+        m = _ANNOTATED.match(line)
+        if not m:
+            if table:
+                break
+            continue
+        where = re.sub(r"\s+\[[^\]]*\]$", "", m.group(2))  # the object's path: node-specific
+        name = where.split(":", 1)[1] if ":" in where else where
+        table[name] = table.get(name, 0) + int(m.group(1).replace(",", ""))
+    return table
+
+
+_CALL = re.compile(r"^(?:\d+\s+)?(?:<\.\.\. (\w+) resumed>|(\w+)\()")
+_RESULT = re.compile(r"=\s*(-?\d+)(?:\s+\w+.*)?$")
+
+
+def strace(cmd: list[str], env: Mapping[str, str], work: pathlib.Path,
+           label: str) -> dict[str, int]:
+    """System calls by name, bytes the write calls took and fsync/fdatasync calls of a run
+    (every thread)."""
+    out = work / f"strace.{label}"
+    _run(isolated(["strace", "-f", "-qq", "-s", "0", "-o", str(out), *cmd]), env, work,
+         f"strace of {label}")
+    calls: dict[str, int] = {}
+    written = 0
+    for line in out.read_text(errors="replace").splitlines():
+        m = _CALL.match(line)
+        if not m:
+            continue
+        resumed, name = m.group(1), m.group(2)
+        if name and not resumed:
+            calls[name] = calls.get(name, 0) + 1
+        call = resumed or name
+        if call in WRITES and "<unfinished" not in line:
+            r = _RESULT.search(line)
+            if r and int(r.group(1)) > 0:
+                written += int(r.group(1))
+    counts = {f"syscall {k}": v for k, v in calls.items()}
+    counts["syscalls"] = sum(calls.values())
+    counts["bytes written"] = written
+    counts["syncs"] = sum(calls.get(s, 0) for s in SYNCS)
+    return counts
+
+
+@dataclasses.dataclass
+class Measurement:
+    """One workload's counts per field, and its functions' instructions per field."""
+    counts: dict[str, float]
+    functions: dict[str, float]
+    #: callgrind's outputs at both sizes, for a look by hand (callgrind_annotate)
+    outputs: tuple[pathlib.Path, pathlib.Path]
+
+
+def measure(workload: Workload, programs: Programs, work: pathlib.Path,
+            strace_too: bool = True) -> Measurement:
+    extra = workload.fields  # fields at size 2 less those at size 1
+    instr, outs, sys_counts, tables = {}, {}, {}, {}
+    for size in (1, 2):
+        label = f"{workload.name}-{size}"
+        cmd, env = workload.command(programs, work, size)
+        instr[size], outs[size] = callgrind(cmd, {**programs.env, **env}, workload.toggles,
+                                            work, label)
+        tables[size] = functions(outs[size])
+        if strace_too:
+            cmd, env = workload.command(programs, work, size)
+            sys_counts[size] = strace(cmd, {**programs.env, **env}, work, label)
+    counts = {"instructions": (instr[2] - instr[1]) / extra}
+    if strace_too:
+        for name in sorted(set(sys_counts[1]) | set(sys_counts[2])):
+            counts[name] = (sys_counts[2].get(name, 0) - sys_counts[1].get(name, 0)) / extra
+    per_function = {name: (tables[2].get(name, 0) - tables[1].get(name, 0)) / extra
+                    for name in set(tables[1]) | set(tables[2])}
+    return Measurement(counts, per_function, (outs[1], outs[2]))
+
+
+def measure_all(programs: Programs, work: pathlib.Path,
+                names: Sequence[str] | None = None) -> dict[str, Measurement]:
+    require_tools()
+    unknown = sorted(set(names or ()) - set(WORKLOADS))
+    if unknown:
+        raise CountsError(f"no workload {', '.join(unknown)}; there are: {', '.join(WORKLOADS)}")
+    if not names:
+        names = [n for n, w in WORKLOADS.items() if w.available(programs)]
+    missing = [n for n in names if not WORKLOADS[n].available(programs)]
+    if missing:
+        raise CountsError(f"{', '.join(missing)}: its program is not given "
+                          f"({', '.join(str(WORKLOADS[n].needs) for n in missing)})")
+    prepare(programs, work)
+    return {name: measure(WORKLOADS[name], programs, work) for name in names}
+
+
+# --- references and the gate ---------------------------------------------------------------
+
+def tolerance(spread: float) -> float:
+    """A count's band, a fraction of its value: three times its recorded spread, between
+    MIN_TOLERANCE and MAX_TOLERANCE."""
+    return min(max(3 * spread, MIN_TOLERANCE), MAX_TOLERANCE)
+
+
+def reference(runs: Sequence[Mapping[str, Measurement]], build: Mapping[str, str],
+              commit: str | None = None, valgrind: str | None = None) -> dict:
+    """A reference from repeated runs: per count its median, spread ((max - min) / median),
+    band and whether it is gated (spread at most GATE_SPREAD); per workload its top
+    functions' instructions per field (the last run's)."""
+    out: dict = {"build": dict(build), "recorded": {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+        "runs": len(runs), "commit": commit,
+        "valgrind": valgrind}, "workloads": {}}
+    for name in runs[0]:
+        counts = {}
+        keys = sorted(set().union(*(r[name].counts for r in runs)))
+        calls = WORKLOADS[name].gated_calls
+        for key in keys:
+            values = [r[name].counts.get(key, 0.0) for r in runs]
+            med = statistics.median(values)
+            spread = ((max(values) - min(values)) / abs(med) if med
+                      else float(max(values) != min(values)))
+            # a count per field below 0 is noise in a whole-run count (the larger run made
+            # fewer calls): never gated
+            gated = spread <= GATE_SPREAD and med >= 0
+            if calls is not None and (key == "syscalls" or (
+                    key.startswith("syscall ") and key.split(" ", 1)[1] not in calls)):
+                gated = False
+            counts[key] = {"value": round(med, 6), "spread": round(spread, 6),
+                           "tolerance": round(tolerance(spread), 6) if gated else None}
+        table = runs[-1][name].functions
+        top = sorted(table, key=lambda f: -abs(table[f]))[:TOP_FUNCTIONS]
+        out["workloads"][name] = {"description": WORKLOADS[name].description,
+                                  "fields": [WORKLOADS[name].fields, 2 * WORKLOADS[name].fields],
+                                  "runs": len(runs),
+                                  "counts": counts,
+                                  "functions": {f: round(table[f], 1) for f in top}}
+    return out
+
+
+@dataclasses.dataclass
+class Move:
+    workload: str
+    count: str
+    reference: float
+    value: float
+    tolerance: float
+    grew: list[tuple[str, float]]
+
+    @property
+    def change(self) -> float:
+        return (self.value - self.reference) / self.reference if self.reference else float("inf")
+
+    def line(self) -> str:
+        change = f"{self.change:+.2%}" if self.reference else "new"
+        text = (f"{self.workload}: {self.count} per field {self.value:,.2f} against "
+                f"{self.reference:,.2f} ({change}, band ±{self.tolerance:.2%})")
+        if self.grew:
+            text += "; grew: " + ", ".join(f"{f} {d:+,.0f}" for f, d in self.grew)
+        return text
+
+
+def compare(ref: Mapping, measured: Mapping[str, Measurement]) -> list[Move]:
+    """The gated counts that moved beyond their band, either way (an improvement is
+    re-recorded in the commit that made it, so the next regression is measured from it)."""
+    moves = []
+    for name, m in measured.items():
+        entry = ref["workloads"].get(name)
+        if entry is None:
+            continue
+        for count, r in entry["counts"].items():
+            tol = r.get("tolerance")
+            if tol is None:
+                continue
+            value, expected = m.counts.get(count, 0.0), r["value"]
+            # 1e-6: the reference's stored digits
+            moved = (abs(value - expected) > tol * expected + 1e-6 if expected
+                     else abs(value) > 1e-6)
+            if moved:
+                grew = growth(entry.get("functions", {}), m.functions) if count == "instructions" else []
+                moves.append(Move(name, count, expected, value, tol, grew))
+        calls = WORKLOADS[name].gated_calls if name in WORKLOADS else None
+        for count, value in m.counts.items():
+            if calls is not None and count.split(" ", 1)[-1] not in calls:
+                continue
+            if count not in entry["counts"] and value >= 1:   # a new kind of call, every field
+                moves.append(Move(name, count, 0.0, value, 0.0, []))
+    return moves
+
+
+def growth(reference_functions: Mapping[str, float], now: Mapping[str, float],
+           top: int = 3) -> list[tuple[str, float]]:
+    """The functions whose instructions per field grew most (a function absent from the
+    reference counts from 0); at most `top`, each at least 0.1% of the reference's total."""
+    floor = 0.001 * sum(abs(v) for v in reference_functions.values())
+    deltas = {f: v - reference_functions.get(f, 0.0) for f, v in now.items()}
+    grown = sorted(((f, d) for f, d in deltas.items() if d > max(floor, 0.5)), key=lambda x: -x[1])
+    return grown[:top]
+
+
+def _version(cmd: list[str]) -> str | None:
+    return process.capture(cmd).stdout.strip() or None
+
+
+# --- where the programs come from ------------------------------------------------------------
+
+def release_programs(tree: pathlib.Path, site: str) -> Programs:
+    """fdb-archive-bench of a deployed release (its spack.lock names the prefix under the
+    root's opt/), with FDB_ROOT for its schema; ecCodes' tools are the node's (a Debian
+    external in every site that builds the stack)."""
+    lock_file = tree / "spack.lock"
+    if not lock_file.is_file():
+        raise CountsError(f"no spack.lock in {tree}: not a deployed release")
+    specs = json.loads(lock_file.read_text())["concrete_specs"]
+    found = {}
+    for h, s in specs.items():
+        if s["name"] in ("fdb-archive-bench", "fdb", "eccodes", "netcdf-output-bench"):
+            found[s["name"]] = (h, s)
+    if "fdb-archive-bench" not in found:
+        raise CountsError(f"{lock_file}: no fdb-archive-bench in the release")
+    opt = tree.parent.parent / "opt" if (tree.parent.name == "releases") else tree / "opt"
+
+    def prefix(name):
+        h, s = found[name]
+        if s.get("external"):
+            return pathlib.Path(s["external"]["path"])
+        return opt / f"{name}-{s['version']}-{h[:7]}"
+
+    bench = prefix("fdb-archive-bench") / "bin" / "fdb-archive-bench"
+    if not bench.is_file():
+        raise CountsError(f"{bench}: not installed (the release's lock names it)")
+    env = {"FDB_ROOT": str(prefix("fdb"))} if "fdb" in found else {}
+    netcdf = None
+    if "netcdf-output-bench" in found:
+        netcdf = prefix("netcdf-output-bench") / "bin" / "netcdf-output-bench"
+        if not netcdf.is_file():
+            raise CountsError(f"{netcdf}: not installed (the release's lock names it)")
+    build = {"site": site, "fdb-archive-bench": found["fdb-archive-bench"][0]}
+    for name in ("fdb", "eccodes", "netcdf-output-bench"):
+        if name in found:
+            build[name] = f"{found[name][1]['version']}/{found[name][0][:7]}"
+    return Programs(bench=bench, env=env, build=build, netcdf=netcdf)
+
+
+def reference_file(build: Mapping[str, str], directory: pathlib.Path = REFERENCES_DIR) -> pathlib.Path:
+    return directory / f"{build['site']}-{build['fdb-archive-bench'][:7]}.yaml"
+
+
+def load_reference(path: pathlib.Path, build: Mapping[str, str] | None = None) -> dict:
+    if not path.is_file():
+        raise CountsError(f"no count references at {path}: record them with `bin/iostack "
+                          "counts record` (and commit the file)")
+    ref = yaml.safe_load(path.read_text())
+    if not isinstance(ref, dict) or "workloads" not in ref:
+        raise CountsError(f"{path}: not a count reference (no workloads)")
+    recorded, build = ref.get("build") or {}, build or {}
+    for name in (n for n in recorded if n != "site" and n in build):
+        if recorded[name] != build[name]:
+            raise CountsError(f"{path} is for {name} {recorded[name]}, the release has "
+                              f"{build[name]}: re-record (bin/iostack counts record)")
+    return ref
+
+
+def dump(ref: Mapping) -> str:
+    return ("# Work counts per field of one build (bin/iostack counts record; "
+            "iostack.regression.counts)\n" + yaml.safe_dump(dict(ref), sort_keys=False, width=100))
+
+
+def record(programs: Programs, out: pathlib.Path, runs: int = 3,
+           names: Sequence[str] | None = None, commit: str | None = None,
+           keep: pathlib.Path | None = None) -> dict:
+    if runs < 2:
+        raise CountsError("--runs: at least 2, so that the spread is measured")
+    results = []
+    for i in range(runs):
+        with _workdir(keep, f"record-{i}") as work:
+            results.append(measure_all(programs, work, names))
+    ref = reference(results, programs.build, commit, _version(["valgrind", "--version"]))
+    if names and out.is_file():
+        # only the named workloads re-recorded: the file's others stay as they were
+        old = load_reference(out, programs.build or None)
+        ref["workloads"] = {**old["workloads"], **ref["workloads"]}
+        ref.setdefault("recorded_before", old.get("recorded_before", [])).append(old["recorded"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump(ref))
+    return ref
+
+
+def check(programs: Programs, ref: Mapping, names: Sequence[str] | None = None,
+          keep: pathlib.Path | None = None) -> tuple[dict[str, Measurement], list[Move]]:
+    names = names or [n for n in ref["workloads"] if n in WORKLOADS]
+    with _workdir(keep, "check") as work:
+        measured = measure_all(programs, work, names)
+    return measured, compare(ref, measured)
+
+
+class _workdir:
+    """A fresh directory /tmp/iostack-counts-XXXXXXXX: its path is in FDB's TOC and index
+    entries and in every field's location, so its length moves the counts (by hundreds of
+    instructions a field, one character shorter); moved under `keep` afterwards if given."""
+
+    def __init__(self, keep: pathlib.Path | None, label: str):
+        self.keep, self.label = keep, label
+
+    def __enter__(self) -> pathlib.Path:
+        self.path = pathlib.Path(tempfile.mkdtemp(prefix="iostack-counts-", dir="/tmp"))
+        return self.path
+
+    def __exit__(self, *exc):
+        if self.keep:
+            shutil.move(str(self.path), str(self.keep / f"{self.label}-{self.path.name}"))
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def summary(measured: Mapping[str, Measurement]) -> list[str]:
+    """A line per workload: its instructions, bytes, syncs and system calls per field."""
+    lines = []
+    for name, m in measured.items():
+        shown = {k: v for k, v in m.counts.items() if not k.startswith("syscall ")}
+        lines.append(f"{name}: " + ", ".join(f"{k} {v:,.2f}" for k, v in shown.items()))
+    return lines
+
+
+def main(programs: Programs, action: str, reference_path: pathlib.Path, runs: int = 3,
+         names: Sequence[str] | None = None, keep: pathlib.Path | None = None,
+         commit: str | None = None, supersede: bool = False) -> int:
+    """`bin/iostack counts record|check`: prints a line per workload; a failed check prints
+    a line per count that moved and exits 1."""
+    if action == "record":
+        ref = record(programs, reference_path, runs, names, commit, keep)
+        if supersede and programs.build.get("site"):
+            # the site's references for an older build go: git shows the new file as the
+            # old one renamed, with each count's change in its diff
+            for older in reference_path.parent.glob(f"{programs.build['site']}-*.yaml"):
+                if older != reference_path:
+                    older.unlink()
+                    print(f"iostack: {older.name} (an older build's) removed")
+        for name, w in ref["workloads"].items():
+            gated = sum(c["tolerance"] is not None for c in w["counts"].values())
+            instr = w["counts"]["instructions"]
+            print(f"{name}: instructions per field {instr['value']:,.1f} (spread "
+                  f"{instr['spread']:.4%} over {runs} runs); {gated} of {len(w['counts'])} counts gated")
+        print(f"iostack: count references written to {reference_path}")
+        return 0
+    ref = load_reference(reference_path, programs.build or None)
+    measured, moves = check(programs, ref, names, keep)
+    for line in summary(measured):
+        print(line)
+    if moves:
+        for move in moves:
+            print(f"MOVED {move.line()}")
+        raise Failed(f"{len(moves)} work count(s) moved beyond their band against {reference_path}")
+    print(f"iostack: work counts within their bands ({reference_path.name})")
+    return 0

@@ -1,0 +1,140 @@
+"""Work counts (bin/iostack counts) on fdb-archive-bench built against Debian's FDB 5.10.8 and
+ecCodes: recorded twice from the same build they are the same to well inside their band;
+a real CPU regression in FDB's archive path (tests/support/counts/archive_slowdown.c,
+LD_PRELOAD'ed: a busy loop before every fdb5::FDB::archive(key, ...)) of 2% fails the
+check, naming the function that grew, and so do 0.5% and 0.2% (the band is 0.1%); one
+more fdatasync a flush fails on the sync counts; bad input is one line."""
+import os
+import platform
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from iostack.core import paths
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(p) for p in ("cmake", "g++", "gcc", "valgrind", "callgrind_annotate",
+                                      "strace", "grib_filter", "grib_get_data", "codes_info"))
+    or platform.machine() != "x86_64",
+    reason="needs CMake, g++, valgrind, strace, FDB and ecCodes' tools, on x86_64 (the "
+           "injected loop is x86 assembly)")
+
+IOSTACK = str(paths.REPO / "bin" / "iostack")
+SHIM = paths.REPO / "tests" / "support" / "counts" / "archive_slowdown.c"
+KEY = "fdb-archive-key"
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    build = tmp_path_factory.mktemp("fab-build")
+    for cmd in (["cmake", "-S", paths.SRC / "fdb-archive-bench", "-B", build,
+                 "-DCMAKE_BUILD_TYPE=Release"], ["cmake", "--build", build, "-j2"]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout + p.stderr
+    return build / "fdb-archive-bench"
+
+
+@pytest.fixture(scope="module")
+def slowdown(tmp_path_factory):
+    out = tmp_path_factory.mktemp("shim") / "archive_slowdown.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", out, SHIM, "-ldl"], check=True)
+    return out
+
+
+def counts(*args, env=None):
+    p = subprocess.run([IOSTACK, "counts", *map(str, args)], capture_output=True, text=True,
+                       env={**os.environ, **(env or {})}, timeout=1800)
+    print(p.stdout, p.stderr)
+    return p
+
+
+@pytest.fixture(scope="module")
+def recorded(bench, tmp_path_factory):
+    ref = tmp_path_factory.mktemp("refs") / "debian.yaml"
+    p = counts("record", "--bench", bench, "--references", ref, "--runs", 2, "--workload", KEY)
+    assert p.returncode == 0, p.stderr
+    return ref, yaml.safe_load(ref.read_text())
+
+
+def test_two_runs_of_the_same_build_count_the_same(recorded):
+    ref, data = recorded
+    c = data["workloads"][KEY]["counts"]
+    # instructions per field to within 0.05%, half the narrowest band: the gate cannot
+    # trip on a rerun
+    assert c["instructions"]["spread"] < 0.0005
+    assert 100_000 < c["instructions"]["value"] < 5_000_000
+    assert c["instructions"]["tolerance"] <= 0.01
+    # FDB's default durability: a data fdatasync at every flush, a flush per 4 fields;
+    # the field's bytes and FDB's index reach write calls
+    assert c["syscall fdatasync"]["value"] >= 0.25 and c["syncs"]["tolerance"] is not None
+    assert c["bytes written"]["value"] > 5000 and c["bytes written"]["spread"] == 0
+    assert data["build"] == {}
+
+
+def test_the_same_build_passes_its_check(bench, recorded):
+    ref, _ = recorded
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "iostack: work counts within their bands (debian.yaml)"
+
+
+# below 0.5%, instructions shifting between allocator and string functions (the shim's
+# library in the address space moves them by hundreds a field) can outgrow the loop's
+@pytest.mark.parametrize("fraction,named", [(0.02, True), (0.005, True), (0.002, False)])
+def test_an_injected_cpu_regression_fails_and_names_the_function(bench, recorded, slowdown,
+                                                                 fraction, named):
+    ref, data = recorded
+    per_field = data["workloads"][KEY]["counts"]["instructions"]["value"]
+    added = int(fraction * per_field)
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
+               env={"LD_PRELOAD": str(slowdown), "IOSTACK_INJECT_INSTRUCTIONS": str(added)})
+    assert p.returncode == 1
+    assert p.stderr.splitlines() == [f"iostack: error: 1 work count(s) moved beyond their "
+                                     f"band against {ref}"]
+    (moved,) = [line for line in p.stdout.splitlines() if line.startswith("MOVED")]
+    assert moved.startswith(f"MOVED {KEY}: instructions per field ")
+    change = float(moved.split("(")[1].split("%")[0]) / 100
+    assert abs(change - fraction) < 0.0005
+    if named:
+        assert "grew: iostack_injected_busy_loop +" in moved
+
+
+def test_the_same_loop_with_no_instructions_passes(bench, recorded, slowdown):
+    """The shim alone (loaded, interposed, no loop) is not what the gate catches."""
+    ref, _ = recorded
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
+               env={"LD_PRELOAD": str(slowdown)})
+    assert p.returncode == 0, p.stdout
+
+
+def test_one_more_fdatasync_a_flush_fails_on_the_sync_counts(bench, recorded, slowdown):
+    ref, data = recorded
+    syncs = data["workloads"][KEY]["counts"]["syscall fdatasync"]["value"]
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
+               env={"LD_PRELOAD": str(slowdown), "IOSTACK_INJECT_SYNC": "1"})
+    assert p.returncode == 1
+    moved = {line.split(" per field")[0].split(": ", 1)[1]: line
+             for line in p.stdout.splitlines() if line.startswith("MOVED")}
+    # a flush every 4 fields: a quarter of an fdatasync more a field; the open and close
+    # of the directory too
+    assert {"syncs", "syscall fdatasync", "syscall openat", "syscall close"} <= set(moved)
+    assert f"per field {syncs + 0.25:,.2f} against {syncs:,.2f}" in moved["syscall fdatasync"]
+
+
+@pytest.mark.parametrize("args,line", [
+    (["record", "--runs", "1"], "iostack: error: --runs: at least 2, so that the spread is "
+                                "measured"),
+    (["check", "--workload", "nope"], "iostack: error: no workload nope; there are: "
+                                      "fdb-archive-key, fdb-archive-message, grib-encode, grib-decode, "
+                                      "netcdf-serial"),
+    (["check"], "iostack: error: counts --bench: give --references FILE (the references of "
+                "that build)"),
+])
+def test_bad_input_is_one_line(bench, recorded, args, line):
+    ref, _ = recorded
+    extra = ["--references", ref] if args != ["check"] else []
+    p = counts(*args, "--bench", bench, *extra)
+    assert p.returncode == 2
+    assert p.stderr.splitlines() == [line]

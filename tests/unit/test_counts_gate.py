@@ -1,0 +1,170 @@
+"""The work-count gate (iostack.regression.counts) on made-up measurements: bands from the
+recorded spread, never wider than 1% (a 2% increase always fails), the counts that moved
+and the functions that grew, strace's output read by call name, and references refused
+when they are not for the build under test."""
+import pathlib
+
+import pytest
+import yaml
+
+from iostack.regression import counts
+from iostack.regression.counts import Measurement
+
+OUT = (pathlib.Path("a"), pathlib.Path("b"))
+FUNCS = {"fdb5::TocIndex::put": 200_000.0, "memcpy": 250_000.0, "malloc": 50_000.0}
+
+
+def run(instructions=500_000.0, fdatasync=0.25, functions=FUNCS, **extra):
+    return {"fdb-archive-key": Measurement(
+        {"instructions": instructions, "syscall fdatasync": fdatasync, "syncs": fdatasync,
+         "syscall futex": extra.pop("futex", 1.0), **extra}, dict(functions), OUT)}
+
+
+def ref(*runs):
+    return counts.reference(runs or (run(), run()), {"site": "local", "fdb-archive-bench": "abc1234xyz"})
+
+
+@pytest.mark.parametrize("spread,band", [(0.0, counts.MIN_TOLERANCE), (0.001, 0.003),
+                                         (0.002, 0.006), (0.004, counts.MAX_TOLERANCE)])
+def test_the_band_is_three_spreads_between_the_floor_and_1_percent(spread, band):
+    assert counts.tolerance(spread) == pytest.approx(band)
+
+
+def test_a_reference_records_median_spread_and_band_and_leaves_noisy_counts_ungated():
+    r = ref(run(futex=1.0), run(instructions=500_100.0, futex=3.0), run(futex=2.0))
+    c = r["workloads"]["fdb-archive-key"]["counts"]
+    assert c["instructions"]["value"] == 500_000.0
+    assert c["instructions"]["spread"] == pytest.approx(100 / 500_000)
+    assert c["instructions"]["tolerance"] == counts.MIN_TOLERANCE
+    assert c["syscall futex"] == {"value": 2.0, "spread": 1.0, "tolerance": None}
+    assert r["build"]["fdb-archive-bench"] == "abc1234xyz"
+    assert list(r["workloads"]["fdb-archive-key"]["functions"])[0] == "memcpy"
+
+
+def test_identical_counts_pass():
+    assert counts.compare(ref(), run()) == []
+
+
+def test_a_2_percent_increase_fails_and_names_the_function_that_grew():
+    slower = dict(FUNCS, injected_busy_loop=10_000.0)
+    moves = counts.compare(ref(), run(instructions=510_000.0, functions=slower))
+    assert [(m.count, round(m.change, 4)) for m in moves] == [("instructions", 0.02)]
+    assert moves[0].grew == [("injected_busy_loop", 10_000.0)]
+    line = moves[0].line()
+    assert line.startswith("fdb-archive-key: instructions per field 510,000.00 against "
+                           "500,000.00 (+2.00%, band ±0.10%)")
+    assert line.endswith("grew: injected_busy_loop +10,000")
+
+
+def test_a_2_percent_increase_fails_even_with_the_widest_band():
+    # a spread of 0.4%: three of them would be 1.2%
+    noisy = ref(run(instructions=498_000.0), run(instructions=500_000.0))
+    assert noisy["workloads"]["fdb-archive-key"]["counts"]["instructions"]["tolerance"] == 0.01
+    assert counts.compare(noisy, run(instructions=499_000.0 * 1.02)) != []
+    assert counts.compare(noisy, run(instructions=499_000.0 * 1.009)) == []
+
+
+def test_a_change_within_the_band_passes_and_a_decrease_beyond_it_fails():
+    assert counts.compare(ref(), run(instructions=500_400.0)) == []
+    (move,) = counts.compare(ref(), run(instructions=490_000.0))
+    assert move.change == pytest.approx(-0.02) and move.grew == []
+
+
+def test_one_more_sync_per_flush_fails_and_a_new_call_every_field_is_named():
+    moves = counts.compare(ref(), run(fdatasync=0.5, **{"syscall fsync": 1.0}))
+    assert sorted(m.count for m in moves) == ["syncs", "syscall fdatasync", "syscall fsync"]
+    assert next(m for m in moves if m.count == "syscall fsync").line().startswith(
+        "fdb-archive-key: syscall fsync per field 1.00 against 0.00 (new")
+
+
+def test_a_zero_count_is_gated_exactly():
+    r = ref(run(**{"syscall mmap": 0.0}), run(**{"syscall mmap": 0.0}))
+    (move,) = counts.compare(r, run(**{"syscall mmap": 0.125}))
+    assert move.count == "syscall mmap"
+
+
+def test_growth_ignores_small_shifts_between_functions():
+    now = dict(FUNCS, memcpy=250_300.0, malloc=49_700.0)
+    assert counts.growth(FUNCS, now) == []
+
+
+STRACE = """\
+100 openat(AT_FDCWD, "x", O_RDONLY) = 3
+100 write(3, ""..., 5524) = 5524
+101 write(4, ""..., 100 <unfinished ...>
+100 fdatasync(3) = 0
+101 <... write resumed>) = 100
+100 pwrite64(5, ""..., 64, 0) = 64
+100 write(6, ""..., 10) = -1 EBADF (Bad file descriptor)
+100 +++ exited with 0 +++
+"""
+
+
+def test_strace_output_is_read_by_call_with_the_bytes_writes_took(tmp_path, monkeypatch):
+    def fake_run(cmd, env, cwd, what):
+        pathlib.Path(cmd[cmd.index("-o") + 1]).write_text(STRACE)
+    monkeypatch.setattr(counts, "_run", fake_run)
+    got = counts.strace(["prog"], {}, tmp_path, "x")
+    assert got["syscall write"] == 3 and got["syscall pwrite64"] == 1
+    assert got["bytes written"] == 5524 + 100 + 64
+    assert got["syncs"] == 1 and got["syscalls"] == 6
+
+
+def test_a_reference_for_another_build_is_refused_with_one_line(tmp_path):
+    path = tmp_path / "local-abc1234.yaml"
+    path.write_text(counts.dump(ref()))
+    assert counts.load_reference(path, {"fdb-archive-bench": "abc1234xyz"})["workloads"]
+    with pytest.raises(counts.CountsError, match="is for fdb-archive-bench abc1234xyz, the "
+                       "release has zzz: re-record"):
+        counts.load_reference(path, {"fdb-archive-bench": "zzz"})
+    with pytest.raises(counts.CountsError, match="no count references at .*counts record"):
+        counts.load_reference(tmp_path / "none.yaml")
+    (tmp_path / "bad.yaml").write_text("- 1\n")
+    with pytest.raises(counts.CountsError, match="not a count reference"):
+        counts.load_reference(tmp_path / "bad.yaml")
+
+
+def test_the_dumped_reference_reads_back_the_same():
+    r = ref()
+    assert yaml.safe_load(counts.dump(r)) == r
+
+
+def test_the_reference_file_is_named_by_site_and_build():
+    assert counts.reference_file({"site": "local", "fdb-archive-bench": "fjoht6ojyglh"}).name == \
+        "local-fjoht6o.yaml"
+
+
+def test_recording_needs_two_runs(tmp_path):
+    with pytest.raises(counts.CountsError, match="at least 2"):
+        counts.record(counts.Programs(bench=tmp_path / "b"), tmp_path / "r.yaml", runs=1)
+
+
+def test_a_count_below_zero_per_field_is_never_gated():
+    # a whole-run count the larger run made fewer of: noise, however steady in the recording
+    r = ref(run(futex=-0.02), run(futex=-0.02), run(futex=-0.02))
+    assert r["workloads"]["fdb-archive-key"]["counts"]["syscall futex"]["tolerance"] is None
+    assert counts.compare(r, run(futex=0.0)) == []
+
+
+def test_a_fraction_stored_to_6_digits_is_not_a_move():
+    third = 2 / 6
+    r = ref(run(**{"syscall brk": third}), run(**{"syscall brk": third}))
+    assert r["workloads"]["fdb-archive-key"]["counts"]["syscall brk"]["value"] == 0.333333
+    assert counts.compare(r, run(**{"syscall brk": third})) == []
+    assert counts.compare(r, run(**{"syscall brk": 0.5})) != []
+
+
+def test_netcdfs_mpi_calls_are_shown_not_gated():
+    def nc(poll):
+        return {"netcdf-serial": Measurement({"instructions": 1000.0, "syscall pwrite64": 1.0,
+                                              "syscall poll": poll, "syscalls": 1.0 + poll},
+                                             {}, OUT)}
+    r = counts.reference((nc(3.0), nc(3.0)), {"site": "local", "fdb-archive-bench": "x"})
+    c = r["workloads"]["netcdf-serial"]["counts"]
+    assert c["syscall poll"]["tolerance"] is None and c["syscalls"]["tolerance"] is None
+    assert c["syscall pwrite64"]["tolerance"] is not None
+    assert counts.compare(r, nc(9.0)) == []
+    (move,) = counts.compare(r, {"netcdf-serial": Measurement(
+        {"instructions": 1000.0, "syscall pwrite64": 2.0, "syscall poll": 3.0, "syscalls": 5.0},
+        {}, OUT)})
+    assert move.count == "syscall pwrite64"
