@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import logging
 import os
 import pathlib
 import re
@@ -42,6 +43,8 @@ import yaml
 
 from iostack.core import paths, process
 from iostack.core.errors import Failed, IostackError
+
+log = logging.getLogger(__name__)
 
 REFERENCES_DIR = paths.REFRAME_DIR / "references" / "counts"
 #: the band never exceeds this, so a 2% increase of any gated count fails
@@ -229,14 +232,14 @@ def callgrind(cmd: list[str], env: Mapping[str, str], toggles: Sequence[str],
               work: pathlib.Path, label: str) -> tuple[int, pathlib.Path]:
     """Instructions executed in the toggled region, and callgrind's output file."""
     out = work / f"callgrind.{label}"
-    log = work / f"valgrind.{label}.log"
+    vlog = work / f"valgrind.{label}.log"
     _run(isolated(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                   f"--log-file={log}", "--collect-atstart=no",
+                   f"--log-file={vlog}", "--collect-atstart=no",
                    *(f"--toggle-collect={t}" for t in toggles), *cmd]),
          env, work, f"callgrind of {label}")
-    m = _COLLECTED.search(log.read_text())
+    m = _COLLECTED.search(vlog.read_text())
     if not m:
-        raise CountsError(f"callgrind of {label}: no 'Collected' line in {log}")
+        raise CountsError(f"callgrind of {label}: no 'Collected' line in {vlog}")
     return int(m.group(1)), out
 
 
@@ -588,21 +591,22 @@ def main(programs: Programs, action: str, reference_path: pathlib.Path, runs: in
             for older in reference_path.parent.glob(f"{programs.build['site']}-*.yaml"):
                 if older != reference_path:
                     older.unlink()
-                    print(f"iostack: {older.name} (an older build's) removed")
+                    log.info(f"{older.name} (an older build's) removed")
         for name, w in ref["workloads"].items():
             gated = sum(c["tolerance"] is not None for c in w["counts"].values())
             instr = w["counts"]["instructions"]
-            print(f"{name}: instructions per field {instr['value']:,.1f} (spread "
-                  f"{instr['spread']:.4%} over {runs} runs); {gated} of {len(w['counts'])} counts gated")
-        print(f"iostack: count references written to {reference_path}")
+            log.info(f"{name}: instructions per field {instr['value']:,.1f} (spread "
+                     f"{instr['spread']:.4%} over {runs} runs); {gated} of {len(w['counts'])} "
+                     "counts gated", extra={"bare": True})
+        log.info(f"count references written to {reference_path}")
         return 0
     ref = load_reference(reference_path, programs.build or None)
     measured, moves = check(programs, ref, names, keep)
     for line in summary(measured):
-        print(line)
+        log.info(line, extra={"bare": True})
     if moves:
         for move in moves:
-            print(f"MOVED {move.line()}")
+            log.info(f"MOVED {move.line()}", extra={"bare": True})
         raise Failed(f"{len(moves)} work count(s) moved beyond their band against {reference_path}")
-    print(f"iostack: work counts within their bands ({reference_path.name})")
+    log.info(f"work counts within their bands ({reference_path.name})")
     return 0
