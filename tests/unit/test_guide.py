@@ -15,7 +15,7 @@ def test_the_guide_names_modules_builds_storage_and_what_changed(tmp_path):
             "fdb/5.13.106</code></td><td>eckit/1.28.8, metkit/1.11.22</td></tr>") in page
     assert f"module use {root}/current/modulefiles/Core" in page
     # ecCodes is Debian's on local, and its tree has no module for it: none to load
-    assert "<tr><td>eccodes</td><td>2.28.0</td><td>none: the system&#x27;s, in /usr</td>" in page
+    assert "<tr><td>eccodes</td><td>2.28.0</td><td>none: the system's, in /usr</td>" in page
     assert "<td><code>openifs-env/0.0.3</code></td><td>OpenIFS with the libraries" in page
     # the Spack upstream, the CMake and pkg-config ways
     assert f"spack -C {upstream.scope_dir(new.path)} install my-model" in page
