@@ -64,9 +64,10 @@ def write(release_path: pathlib.Path, root: pathlib.Path, site: str,
         _header("the recipes the release's installs were built from (namespace iostack)")
         + f"repos:\n  iostack: {recipes}\n")
     site_packages = release_path / "spack-env" / "sites" / site / "packages.yaml"
-    (out / "packages.yaml").write_text(
-        _header(f"the externals of site {site} ({site_packages.relative_to(release_path)})")
-        + site_packages.read_text())
+    if site_packages.is_file():     # a site without one builds everything it needs
+        (out / "packages.yaml").write_text(
+            _header(f"the externals of site {site} ({site_packages.relative_to(release_path)})")
+            + site_packages.read_text())
     (out / "concretizer.yaml").write_text(
         _header("reuse what is installed, the release's installs first")
         + "concretizer:\n  reuse: true\n")
