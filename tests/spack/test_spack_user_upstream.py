@@ -64,6 +64,8 @@ class User:
     uid: int
     gid: int
     home: pathlib.Path
+    #: (a directory other users cannot pass, its child to show them): see reachable_deploy
+    mask: tuple[pathlib.Path, str] | None = None
 
     def run(self, script: str, timeout: float = 3600):
         """`script` in bash as this user, in their $HOME, with nothing of root's environment;
@@ -71,11 +73,19 @@ class User:
         bootstrap it)."""
         env = [f"HOME={self.home}", f"USER={self.name}", f"LOGNAME={self.name}",
                f"PATH={self.home}/spack/bin:/usr/bin:/bin", f"SPACK_PYTHON={sys.executable}"]
+        argv = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
+                "env", "-i", *env, "bash", "-c", f"set -euo pipefail; cd; {script}"]
+        if self.mask:
+            top, child = self.mask
+            handle = self.home.parent / "handle"    # root's, 0700: the real top, kept
+            handle.mkdir(mode=0o700, exist_ok=True)
+            mounts = (f'mount --bind "{top}" "{handle}" && '
+                      f'mount -t tmpfs -o mode=0755 mask "{top}" && mkdir "{top}/{child}" && '
+                      f'mount --bind "{handle}/{child}" "{top}/{child}" && exec "$@"')
+            argv = ["unshare", "--mount", "--propagation", "private", "bash", "-c", mounts,
+                    "masked", *argv]
         start = time.monotonic()
-        p = subprocess.run(["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}",
-                            "--clear-groups", "env", "-i", *env, "bash", "-c",
-                            f"set -euo pipefail; cd; {script}"],
-                           capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         p.seconds = time.monotonic() - start
         print(f"$ ({self.name}) {script}  # rc {p.returncode}, {p.seconds:.0f} s\n"
               f"{p.stdout[-3000:]}{p.stderr[-3000:]}")
@@ -96,23 +106,6 @@ def snapshot(release: pathlib.Path, opt: pathlib.Path) -> dict[str, tuple]:
                     digest = hashlib.sha256(path.read_bytes()).hexdigest()
                 seen[str(path)] = (st.st_mode, st.st_size, st.st_mtime_ns, digest)
     return seen
-
-
-@pytest.fixture(scope="module")
-def reachable_deploy(local_deploy):
-    """The deployment, passable by other users: pytest makes its temporary directories 0700,
-    a centre's root is 0755. Only the missing search bit is added, and taken back after."""
-    root = local_deploy[0]
-    changed = []
-    for d in [*reversed(root.parents), root]:
-        mode = stat.S_IMODE(d.stat().st_mode)
-        if not mode & 0o001:
-            d.chmod(mode | 0o001)
-            changed.append((d, mode))
-    yield root
-    for d, mode in reversed(changed):
-        if d.exists():
-            d.chmod(mode)
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +153,31 @@ printf 'mirrors:\\n  offline: file://{offline_bundle / "mirror"}\\n' > .spack/mi
     finally:
         subprocess.run(["userdel", name], check=False)
         shutil.rmtree(top)
+
+
+@pytest.fixture(scope="module")
+def reachable_deploy(local_deploy, user):
+    """The deployment, passable by other users, as a centre's root is: pytest makes its
+    temporary directories 0700. The search bit is added to this session's own directories
+    (taken back after); pytest's per-user top directory, which any other pytest session on
+    the node makes 0700 again when it starts, is masked in the user's mount namespace by a
+    0755 tmpfs holding only this session's directory (User.run)."""
+    root = local_deploy[0]
+    lacking = [d for d in [*reversed(root.parents), root]
+               if not stat.S_IMODE(d.stat().st_mode) & 0o001]
+    if lacking and lacking[0] != root and os.geteuid() == 0 and shutil.which("unshare"):
+        top = lacking.pop(0)
+        user.mask = (top, root.relative_to(top).parts[0])
+    changed = []
+    for d in lacking:
+        mode = stat.S_IMODE(d.stat().st_mode)
+        d.chmod(mode | 0o001)
+        changed.append((d, mode))
+    yield root
+    user.mask = None
+    for d, mode in reversed(changed):
+        if d.exists():
+            d.chmod(mode)
 
 
 def installed(user: User, tree: str) -> list[str]:
@@ -221,6 +239,16 @@ def test_a_version_the_release_lacks_is_built_in_the_users_tree(user_build, user
     assert any(name.startswith("ecbuild-3.8.5-") for name in installed(user, "installs"))
 
 
+def test_the_release_is_unchanged_by_the_users_builds(user_build, user):
+    root, release, _, before, _, _ = user_build
+    # after every build the user made on the release
+    p = user.run(f"test ! -w {root / 'opt'} && test ! -w {root / 'opt' / '.spack-db'}")
+    assert p.returncode == 0, "the user can write into the release's install tree"
+    after = snapshot(release.path, root / "opt")
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert changed == []
+
+
 def test_without_the_upstream_the_user_builds_the_whole_stack(user_build, user, timings):
     """The same build with the scope's externals and recipes but not its upstream: what the
     user would build without the release (timed for the comparison)."""
@@ -234,13 +262,3 @@ def test_without_the_upstream_the_user_builds_the_whole_stack(user_build, user, 
     assert {"fdb-user-build", "fdb", "eckit", "metkit", "ecbuild"} <= built
     print(f"user's build: {with_upstream.seconds:.0f} s on the release, {p.seconds:.0f} s alone")
     assert with_upstream.seconds < p.seconds
-
-
-def test_the_release_is_unchanged_by_the_users_builds(user_build, user):
-    root, release, _, before, _, _ = user_build
-    # the last test of the module: after every build the user made
-    p = user.run(f"test ! -w {root / 'opt'} && test ! -w {root / 'opt' / '.spack-db'}")
-    assert p.returncode == 0, "the user can write into the release's install tree"
-    after = snapshot(release.path, root / "opt")
-    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-    assert changed == []
