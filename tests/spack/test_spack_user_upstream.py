@@ -6,8 +6,9 @@ its own $HOME, its own Spack unpacked from the offline bundle's tarballs, and it
 `spack -C <release>/spack-user install fdb-user-build` builds that one package and reuses
 every other node from the release (each dependency's hash is one of the release's lock);
 the program runs on the release's FDB; a version the release does not hold (ecbuild 3.8.5)
-is built in the user's tree; and no file of the release or its install tree changes. The
-same build without the upstream is timed beside it."""
+is built in the user's tree; no file of the release or its install tree changes; the same
+scope works on the release mounted from its image. The same build without the upstream is
+timed beside it."""
 from __future__ import annotations
 
 import dataclasses
@@ -26,7 +27,7 @@ import tempfile
 import time
 
 import pytest
-from conftest import built_from_source
+from conftest import built_from_source, iostack
 
 from iostack.core import paths, pins
 from iostack.deployment import releases, upstream
@@ -247,6 +248,58 @@ def test_the_release_is_unchanged_by_the_users_builds(user_build, user):
     after = snapshot(release.path, root / "opt")
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     assert changed == []
+
+
+def test_the_scope_works_on_the_release_mounted_from_its_image(user_build, user):
+    """The release's image (bin/iostack image; after the test above: it records the image in
+    release.json), mounted by the user with squashfuse at the deployment root, in a mount
+    namespace where an empty tmpfs hides the tree it was built in: the user's Spack finds
+    the release's installs in the image's database, and the program runs from the image."""
+    if not (shutil.which("unshare") and shutil.which("squashfuse") and shutil.which("fusermount3")):
+        pytest.skip("needs unshare, squashfuse and fusermount3 (apt: squashfuse, fuse3)")
+    root, release, scope, _, _, _ = user_build
+    shelf = user.home.parent / "image"          # readable by the user, as a centre's images
+    shelf.mkdir(mode=0o755)
+    made = iostack("image", "--root", root, release.id, "-o", shelf / "release.squashfs")
+    assert made.returncode == 0, made.error_lines
+    (shelf / "release.squashfs").chmod(0o644)
+    (prefix,) = (user.home / "installs").glob("*/fdb-user-build-1.0-*")
+    hide = user.mask[0] if user.mask else root
+    check = user.home / "on-the-image.sh"
+    check.write_text(f"""set -euo pipefail
+cd
+squashfuse {shelf}/release.squashfs {root}
+trap 'fusermount3 -u {root}' EXIT
+grep -c ' {root} .* - fuse.squashfuse ' /proc/self/mountinfo
+spack -C {scope} spec -I -l fdb-user-build
+mkdir -p fdb-image
+printf 'type: local\\nengine: toc\\nschema: /etc/fdb/schema\\nspaces:\\n- roots:\\n  - path: %s\\n' \\
+    "$HOME/fdb-image" > fdb-image.yaml
+FDB5_CONFIG_FILE=$HOME/fdb-image.yaml {prefix}/bin/fdb-user-build
+""")
+    os.chown(check, user.uid, user.gid)
+    env = " ".join(f"{k}={v}" for k, v in (("HOME", user.home), ("USER", user.name),
+                                           ("PATH", f"{user.home}/spack/bin:/usr/bin:/bin"),
+                                           ("SPACK_PYTHON", sys.executable)))
+    # /dev/fuse is 0666 on a node; a container may give 0600: the namespace gets its own
+    script = f"""
+if [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+  dev=$(mktemp -d); mount -t tmpfs devfuse "$dev"
+  mknod -m 666 "$dev/fuse" c 10 229; mount --bind "$dev/fuse" /dev/fuse
+fi
+mount -t tmpfs -o mode=0755 hidden {hide}
+mkdir -p {root} && chown {user.uid}:{user.gid} {root}
+setpriv --reuid={user.uid} --regid={user.gid} --clear-groups env -i {env} bash {check}
+"""
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-euo",
+                        "pipefail", "-c", script], capture_output=True, text=True, timeout=1800)
+    print(p.stdout[-4000:], p.stderr[-4000:])
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.splitlines()[0] == "1"      # the image is what is mounted at the root
+    upstream_marked = {line.split()[2].lstrip("^").split("@")[0]
+                       for line in p.stdout.splitlines() if line.startswith("[^]")}
+    assert {"fdb", "eckit", "metkit", "ecbuild"} <= upstream_marked, p.stdout
+    assert "fdb5 version 5.13.106" in p.stdout and "fields listed 0" in p.stdout
 
 
 def test_without_the_upstream_the_user_builds_the_whole_stack(user_build, user, timings):
