@@ -137,6 +137,28 @@ def cmd_releases(settings, args):
     return 0
 
 
+def cmd_releases_diff(settings, args):
+    from iostack.deployment import releasediff
+
+    t = target(settings, args)
+    old, new = (_named_release(t.root, name) for name in (args.old, args.new))
+    print(releasediff.diff(old, new).text())
+    return 0
+
+
+def _named_release(root, name):
+    """A release by id, or `current` / `previous` (the one users had before it)."""
+    from iostack.deployment import releases
+
+    if name in ("current", "previous"):
+        found = releases.current(root) if name == "current" else releases.previous(root)
+        if found is None:
+            raise releases.ReleaseError(f"no {name} release in {root} (bin/iostack releases "
+                                        "lists them)")
+        name = found
+    return releases.find(root, name)
+
+
 def cmd_switch(settings, args):
     from iostack.deployment import releases
 
@@ -455,6 +477,15 @@ def parser():
                                         "regression verdict, which is current")
     site_args(p)
     p.set_defaults(func=cmd_releases)
+    rsub = p.add_subparsers(dest="releases_command", metavar="{diff}")
+    d = rsub.add_parser("diff", help="packages added, removed, upgraded and rebuilt between two "
+                                     "releases, from their locks")
+    # SUPPRESS: given before `diff`, the parent's --site/--root stand
+    d.add_argument("--site", default=argparse.SUPPRESS, help="site name (default: local)")
+    d.add_argument("--root", default=argparse.SUPPRESS, help="deployment root")
+    d.add_argument("old", help="release id, or current, or previous")
+    d.add_argument("new", help="release id, or current, or previous")
+    d.set_defaults(func=cmd_releases_diff)
 
     p = sub.add_parser("switch", help="make a release current (also an older one: rollback)")
     site_args(p)

@@ -187,7 +187,9 @@ def test_the_image_holds_what_the_release_needs_and_nothing_else(release_image):
     rel = f"/releases/{release.id}"
     held = {p.split("/")[3] for p in paths if p.startswith(rel + "/")}
     assert held == {"release.json", "spack.lock", "modulefiles", "lmod", "etc", "sbom.cdx.json",
-                    "spack-env"}
+                    "spack-env", "spack-user", "guide"}
+    # what a user reads on a mounted image: the Spack scope and the guide (upstream.py, guide.py)
+    assert {f"{rel}/spack-user/upstreams.yaml", f"{rel}/guide/index.html"} <= set(paths)
     # its Spack environment's files, not Spack's state in it
     assert f"{rel}/spack-env/sites/local/spack.yaml" in paths
     assert not [p for p in paths if "/.spack-env" in p]

@@ -9,8 +9,9 @@ Order, so that a bad input stops the deploy before anything is installed:
 3. from sources: fetch every source first, checksums verified (`spack fetch --missing`);
    from a build cache (--buildcache): install from it only, signed by keys this node trusts;
 4. install into the deployment's one install tree, then generate the release's Lmod tree,
-   meta-modules, FDB config, Lmod spider cache and SBOM (lib/iostack/deployment/sbom.py), each phase
-   timed (wall and CPU seconds, release.json `build_phases`);
+   meta-modules, FDB config, users' Spack scope (upstream.py), Lmod spider cache, SBOM
+   (lib/iostack/deployment/sbom.py) and user's guide (guide.py), each phase timed (wall
+   and CPU seconds, release.json `build_phases`);
 5. the site's nightly regression on the release (unless --skip-regression);
 6. `current` moves to the release if the regression passed (unless --no-switch).
 A release that fails a step keeps its verdict (`build failed`, `failed`) and is never current.
@@ -24,7 +25,7 @@ from collections.abc import Callable
 
 from iostack.core import paths, phases, process, provenance
 from iostack.core.errors import Failed, IostackError
-from iostack.deployment import fdbconfig, lmodcache, releases, roots, sbom, stack
+from iostack.deployment import fdbconfig, guide, lmodcache, releases, roots, sbom, stack, upstream
 from iostack.site.target import SpackEnv, Target
 from iostack.spack import config, runner
 
@@ -162,11 +163,16 @@ def build(target: Target, release: releases.Release,
         install_meta_modules(rel)
         write_module_chains(rel, env)
         render_fdb_config(rel, root / "var" / "fdb")
+    with timer("spack upstream"):
+        upstream.write(rel, root, env.site)
+        print(f"iostack: users' Spack builds on this release with: {upstream.command(rel)}")
     with timer("spider cache"):
         write_spider_cache(target, release)
     releases.record(release, modulefiles_sha256=releases.tree_digest(release.modulefiles))
     with timer("sbom"):
         write_sbom(target, release)
+    with timer("guide"):
+        print(f"iostack: user's guide: {guide.write(root, release, stack.core_compilers(env))}")
     releases.record(release, build_phases=timer.record())
 
 
