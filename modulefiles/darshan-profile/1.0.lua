@@ -4,7 +4,8 @@
 -- DARSHAN_ENABLE_NONMPI=1. darshan-runtime's own module (which Spack writes) preloads
 -- nothing, so building against it does not profile the build.
 whatis("Name: darshan-profile")
-whatis("Description: profile your job's I/O with Darshan: logs in $DARSHAN_LOG_DIR_PATH (default $HOME), read with darshan-parser or PyDarshan")
+whatis("Description: profile your job's I/O with Darshan: logs in $DARSHAN_LOG_DIR_PATH "
+       .. "(default $HOME), read with darshan-parser or PyDarshan")
 help([[
 module load darshan-profile
 srun ./my_model                      # or mpirun; serial: DARSHAN_ENABLE_NONMPI=1 ./prog

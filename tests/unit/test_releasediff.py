@@ -45,7 +45,7 @@ def a_newer_release_lock():
     for name, letter in (("metkit", "m"), ("fdb", "f")):     # their dependency moved
         rehash(new, named(new, name)[0], letter * 32)
     del new["concrete_specs"][named(new, "nvme-stage")[0]]
-    new["concrete_specs"]["d" * 32] = {"name": "darshan-util", "version": "3.4.7",
+    new["concrete_specs"]["d" * 32] = {"name": "adios2", "version": "2.10.2",
                                        "dependencies": []}
     return lock, new
 
@@ -54,7 +54,7 @@ def test_a_newer_eckit_rebuilds_what_links_it_and_a_dropped_and_an_added_package
     old, new = a_newer_release_lock()
     changes, unchanged = releasediff.compare(old["concrete_specs"], new["concrete_specs"])
     assert [c.line() for c in changes] == [
-        "added      darshan-util 3.4.7",
+        "added      adios2 2.10.2",
         "upgraded   eckit 1.28.8 -> 1.29.0",
         f"rebuilt    fdb 5.13.106  ({named(old, 'fdb')[0][:7]} -> fffffff; dependencies "
         "changed: eckit, metkit)",

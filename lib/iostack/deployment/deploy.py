@@ -18,6 +18,7 @@ A release that fails a step keeps its verdict (`build failed`, `failed`) and is 
 """
 from __future__ import annotations
 
+import logging
 import json
 import pathlib
 import shutil
@@ -28,6 +29,8 @@ from iostack.core.errors import Failed, IostackError
 from iostack.deployment import fdbconfig, guide, lmodcache, releases, roots, sbom, stack, upstream
 from iostack.site.target import SpackEnv, Target
 from iostack.spack import config, runner
+
+log = logging.getLogger(__name__)
 
 
 def install_meta_modules(root_dir):
@@ -43,7 +46,7 @@ def install_meta_modules(root_dir):
             shutil.copytree(src, dest, symlinks=True)
             installed.append(src.name)
     if installed:
-        print(f"iostack: meta-modules installed in {core}: {', '.join(installed)}")
+        log.info(f"meta-modules installed in {core}: {', '.join(installed)}")
 
 
 #: where a release says which modules load each of its packages (meta-modules read it)
@@ -81,9 +84,9 @@ def render_fdb_config(root_dir, fdb_root=None, schema: pathlib.Path | None = Non
         fdbconfig.write(fdb_root or root_dir / "var" / "fdb", out,
                         schema or fdbconfig.find_schema({}))
     except FileNotFoundError:
-        print("iostack: note: no FDB schema found, so no FDB config written; set FDB5_SCHEMA")
+        log.info("note: no FDB schema found, so no FDB config written; set FDB5_SCHEMA")
         return
-    print(f"iostack: FDB config: {out}")
+    log.info(f"FDB config: {out}")
 
 
 def use_buildcache(root: pathlib.Path, cache_dir: pathlib.Path) -> None:
@@ -102,10 +105,10 @@ def write_spider_cache(target: Target, release: releases.Release) -> None:
     seen_as = target.root / releases.CURRENT / "modulefiles" / "Core"
     try:
         cache = lmodcache.generate(release.path, seen_as, target.settings.lmod_cmd)
-        print(f"iostack: Lmod spider cache: {cache}")
+        log.info(f"Lmod spider cache: {cache}")
     except (FileNotFoundError, process.CommandFailed, lmodcache.UnknownLmod) as e:
         detail = getattr(e, "stderr", "") or str(e)
-        print(f"iostack: note: no Lmod spider cache for release {release.id} (Lmod walks its "
+        log.info(f"note: no Lmod spider cache for release {release.id} (Lmod walks its "
               f"tree instead): {detail.strip().splitlines()[-1] if detail.strip() else e}")
     finally:
         lmodcache.present_as(release.path, seen_as)
@@ -116,7 +119,7 @@ LOCK_COVERS_ALL = "No new specs to concretize"
 
 
 def write_sbom(target: Target, release: releases.Release) -> None:
-    print(f"iostack: SBOM (CycloneDX 1.6): {sbom.write(target, release)}")
+    log.info(f"SBOM (CycloneDX 1.6): {sbom.write(target, release)}")
 
 
 def build(target: Target, release: releases.Release,
@@ -128,7 +131,7 @@ def build(target: Target, release: releases.Release,
     with timer("concretize"):
         concretized = runner.spack(["concretize"], target, check=False, capture=True,
                                    capture_stderr=True)
-    print(concretized.stdout, end="")
+    log.info(concretized.stdout.rstrip("\n"), extra={"bare": True})
     if concretized.returncode != 0:
         raise Failed(f"concretizing {env} failed: {runner.error_line(concretized.stderr)}")
     if buildcache and LOCK_COVERS_ALL not in concretized.stdout:
@@ -165,14 +168,14 @@ def build(target: Target, release: releases.Release,
         render_fdb_config(rel, root / "var" / "fdb")
     with timer("spack upstream"):
         upstream.write(rel, root, env.site)
-        print(f"iostack: users' Spack builds on this release with: {upstream.command(rel)}")
+        log.info(f"users' Spack builds on this release with: {upstream.command(rel)}")
     with timer("spider cache"):
         write_spider_cache(target, release)
     releases.record(release, modulefiles_sha256=releases.tree_digest(release.modulefiles))
     with timer("sbom"):
         write_sbom(target, release)
     with timer("guide"):
-        print(f"iostack: user's guide: {guide.write(root, release, stack.core_compilers(env))}")
+        log.info(f"user's guide: {guide.write(root, release, stack.core_compilers(env))}")
     releases.record(release, build_phases=timer.record())
 
 
@@ -194,16 +197,16 @@ def deploy(target: Target, buildcache: pathlib.Path | None = None,
 def _deploy(target: Target, buildcache: pathlib.Path | None, regression: Regression | None,
             switch: bool) -> int:
     root, env = target.root, target.env
-    print(f"iostack: deploying {env} into {root}")
+    log.info(f"deploying {env} into {root}")
     release = releases.create(root, env, provenance.git_commit(), env.committed_lock)
-    print(f"iostack: release {release.id}: {release.path}")
+    log.info(f"release {release.id}: {release.path}")
     target = target.with_release(release.path)
     with releases.building(release):
         build(target, release, buildcache)
     how_to_switch = f"bin/iostack switch --site {env.site} --root {root} {release.id}"
     if regression is None:
         releases.record(release, regression=releases.UNTESTED)
-        print(f"iostack: release {release.id} built, regression skipped: not made current; "
+        log.info(f"release {release.id} built, regression skipped: not made current; "
               f"to use it untested: {how_to_switch} --force")
         return 0
     try:
@@ -216,20 +219,20 @@ def _deploy(target: Target, buildcache: pathlib.Path | None, regression: Regress
                     regression_rc=rc)
     current = releases.current(root)
     if rc != 0:
-        print(f"iostack: release {release.id} FAILED its regression (rc {rc}): not made current"
+        log.info(f"release {release.id} FAILED its regression (rc {rc}): not made current"
               f"{'; current stays ' + current if current else ''}. Its results: "
               f"{release.path / 'reframe'}")
         return rc
     if not switch:
-        print(f"iostack: release {release.id} passed its regression; not switched (--no-switch)."
+        log.info(f"release {release.id} passed its regression; not switched (--no-switch)."
               f" To make it current: {how_to_switch}")
         return 0
     old, seconds = releases.switch(root, release.id)
-    print(f"iostack: current: {old or '(none)'} -> {release.id} ({seconds * 1000:.1f} ms)\n"
+    log.info(f"current: {old or '(none)'} -> {release.id} ({seconds * 1000:.1f} ms)\n"
           "iostack: users load its modules with:\n"
           f"  module use {root / releases.CURRENT / 'modulefiles' / 'Core'}\n  module load fdb")
     if (root / "modulefiles").is_dir():
-        print(f"iostack: note: {root / 'modulefiles'} is the single tree of deploys before "
+        log.info(f"note: {root / 'modulefiles'} is the single tree of deploys before "
               "releases and is no longer updated; point MODULEPATH at the line above")
     return 0
 

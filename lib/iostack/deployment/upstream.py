@@ -21,11 +21,14 @@ upstream's database, so the same command works on a release mounted from its ima
 """
 from __future__ import annotations
 
+import logging
 import pathlib
 import shutil
 import stat
 
 from iostack.core import paths
+
+log = logging.getLogger(__name__)
 
 SCOPE = "spack-user"
 
@@ -87,7 +90,7 @@ def publish_database(install_tree: pathlib.Path) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & bits != bits:
             path.chmod(mode | bits | (bits << 3))
-            print(f"iostack: note: {path} made readable by users (mode {mode:o} -> "
+            log.info(f"note: {path} made readable by users (mode {mode:o} -> "
                   f"{stat.S_IMODE(path.stat().st_mode):o}): the release's Spack upstream")
 
 

@@ -74,9 +74,6 @@ class Programs:
     #: what the references are keyed by: {"site": ..., "fdb-archive-bench": hash, ...}
     build: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
-    def environ(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        return {**os.environ, **self.env, **(extra or {})}
-
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
@@ -168,7 +165,7 @@ def _schema(programs: Programs) -> pathlib.Path:
     from iostack.deployment import fdbconfig
 
     try:
-        return fdbconfig.find_schema(programs.environ())
+        return fdbconfig.find_schema(programs.env)
     except FileNotFoundError as e:
         raise CountsError(str(e)) from None
 
@@ -195,8 +192,8 @@ def require_tools() -> None:
 def prepare(programs: Programs, work: pathlib.Path) -> None:
     """The inputs: gribgen's fields (the checks' own writer, iostack_rfm.jobs.gribgen) at
     both sizes, their grib_filter rules, and fdb_throughput.py's template."""
-    env = {**programs.env, "PYTHONPATH": os.pathsep.join(
-        [str(paths.REFRAME_DIR), os.environ.get("PYTHONPATH", "")])}
+    # the job tools' path, as the checks' jobs have it
+    env = {**programs.env, "PYTHONPATH": paths.job_pythonpath()}
     script = ("import shutil, sys\nfrom iostack_rfm.jobs import gribgen\n"
               "shutil.copy(gribgen.sample(), 'GRIB2.tmpl')\n"
               "for size in (1, 2):\n"
