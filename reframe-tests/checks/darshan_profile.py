@@ -70,9 +70,11 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         nonmpi = 'export DARSHAN_ENABLE_NONMPI=1; ' if self.num_tasks == 1 else ''
         self.prerun_cmds = [
             # each rank execs the program with libdarshan.so preloaded; DARSHAN_LOGFILE
-            # names the one log (rank 0 writes it at MPI_Finalize; a serial program at exit)
+            # names the one log (rank 0 writes it at MPI_Finalize; a serial program at exit).
+            # Darshan leaves out /var/, /usr/, /etc/ ... by default: a stage under /var/tmp
+            # would show no I/O at all (DARSHAN_EXCLUDE_DIRS=none: nothing left out)
             "printf '#!/bin/sh\\nexport LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so"
-            "\\nexec \"$@\"\\n' > darshan-run && chmod +x darshan-run",
+            " DARSHAN_EXCLUDE_DIRS=none\\nexec \"$@\"\\n' > darshan-run && chmod +x darshan-run",
         ]
         if self.program == 'fdb-archive':
             # an FDB of the job's own, and one ensemble-member field as the template
