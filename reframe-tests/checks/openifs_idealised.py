@@ -32,8 +32,8 @@ launch to its exit) and its spread; the fdb case also gives fdb_share and grib_s
 time beyond the no-output runs', over the output run's: seed 000's FDB cost, goal 1 %).
 Recorded baselines go to references/openifs_idealised.yaml (`bin/iostack record-baseline`).
 
-Layout: `tasks` MPI ranks (0: one per core of the partition's processor, over `threads`) of
-`threads` OpenMP threads each. `sets` adds namelist switches (GROUP:KEY=VALUE), e.g.
+Layout: `tasks` MPI ranks (0: one per core of the partition's processor, over `threads`, at
+most the case's max_tasks) of `threads` OpenMP threads each. `sets` adds namelist switches (GROUP:KEY=VALUE), e.g.
 NAMDIM:NPROMA=-32 for a tuning sweep.
 """
 import reframe as rfm
@@ -86,7 +86,8 @@ class OpenifsIdealisedCheck(AppCheck):
     @run_after('setup')
     def set_layout(self):
         cpus = self.current_partition.processor.num_cpus or 1
-        self.num_tasks = self.tasks or max(1, cpus // self.threads)
+        most = idealised.CASES[self.case].max_tasks or cpus
+        self.num_tasks = self.tasks or max(1, min(most, cpus // self.threads))
         self.num_tasks_per_node = self.num_tasks
         if not self.norms_dir:
             root = context.root() or context.settings().deploy_root(
