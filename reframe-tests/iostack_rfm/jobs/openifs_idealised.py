@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import os
 import pathlib
 import re
 import statistics
@@ -143,7 +142,8 @@ def _value(text: str):
     try:
         return float(low.replace("d", "e"))
     except ValueError:
-        raise ValueError(f"namelist value {text!r} is neither logical, number nor quoted text")
+        raise ValueError(f"namelist value {text!r} is neither logical, number nor quoted "
+                         "text") from None
 
 
 def parse_namelist(text: str) -> list[tuple[str, dict[str, object]]]:
@@ -155,7 +155,8 @@ def parse_namelist(text: str) -> list[tuple[str, dict[str, object]]]:
         body = m.group(2)
         keys = list(_KEY.finditer(body))
         assignments: dict[str, object] = {}
-        for k, nxt in zip(keys, keys[1:] + [None]):
+        for i, k in enumerate(keys):
+            nxt = keys[i + 1] if i + 1 < len(keys) else None
             raw = body[k.end():nxt.start(1) if nxt else len(body)]
             values = _values(raw.strip().rstrip(","))
             if not values:
@@ -284,9 +285,9 @@ def figures(runs: list[Run]) -> list[str]:
 def same_norms(dirs: list[pathlib.Path]) -> tuple[bool, str]:
     texts = [(d / "NORMS").read_text() if (d / "NORMS").is_file() else "" for d in dirs]
     if not texts or any(not t.strip() for t in texts):
-        empty = [str(d) for d, t in zip(dirs, texts) if not t.strip()]
+        empty = [str(d) for d, t in zip(dirs, texts, strict=True) if not t.strip()]
         return False, f"no norms in {', '.join(empty) or 'any run'}"
-    differing = [str(d) for d, t in zip(dirs, texts) if t != texts[0]]
+    differing = [str(d) for d, t in zip(dirs, texts, strict=True) if t != texts[0]]
     if differing:
         first = _first_difference(texts[0], texts[dirs.index(pathlib.Path(differing[0]))])
         return False, f"{', '.join(differing)} differ from {dirs[0]}: {first}"
@@ -297,7 +298,7 @@ def _first_difference(a: str, b: str) -> str:
     """The first norms line that differs, with the step it belongs to (the SPECTRAL NORMS
     block count): where a change first shows."""
     block = 0
-    for x, y in zip(a.splitlines(), b.splitlines()):
+    for x, y in zip(a.splitlines(), b.splitlines(), strict=False):
         if _SPNORMS.match(x):
             block += 1
         if x != y:
@@ -310,7 +311,7 @@ def same_output(dirs: list[pathlib.Path]) -> tuple[bool, int, str]:
     names = [sorted(p.name for p in d.iterdir() if openifs.OUTPUT_FILE.match(p.name)) for d in dirs]
     if not names or not names[0]:
         return False, 0, f"no output files in {dirs[0] if dirs else '(no run)'}"
-    for d, n in zip(dirs[1:], names[1:]):
+    for d, n in zip(dirs[1:], names[1:], strict=True):
         if n != names[0]:
             return False, len(names[0]), f"{d} wrote other files than {dirs[0]}"
         for name in n:
