@@ -16,13 +16,15 @@ from iostack.site import facts as site_facts
 from iostack.regression import reframe
 from support import targets
 
-CHECKS = ["OpenIFSOutputCheck", "HpcMotorbike.*", "IO500Check", "IorLayoutCheck",
-          "MdtestScalingCheck", "NetcdfOutputCheck"]
+CHECKS = ["OpenIFSOutputCheck", "OpenifsIdealisedCheck", "HpcMotorbike.*", "IO500Check",
+          "IorLayoutCheck", "MdtestScalingCheck", "NetcdfOutputCheck"]
 #: test cases per check (fixtures included) each site must generate
 EXPECTED = {
     "cray-ex": {
         # 4 cases x 2 writer strides x 3 stripings x 2 hugepages, CCE environment only
         "OpenIFSOutputCheck": 48,
+        # 3 idealised cases x 3 output modes
+        "OpenifsIdealisedCheck": 9,
         # compute partition, GNU environment: 2 node counts x 2 stonewalls
         "IO500Check": 4,
         "IorLayoutCheck": 4, "MdtestScalingCheck": 3,
@@ -110,6 +112,41 @@ def test_openifs_jobs_run_grib_then_fdb_and_compare(dry_runs):
     striped = [s for s in jobs.values() if "lfs setstripe -c 8 -S 16M" in s]
     assert len(striped) == 16
     assert all("no lfs here, stripe 8x16M not applied" in s for s in striped)
+
+
+def test_openifs_idealised_jobs_pair_the_modes_and_compare(dry_runs):
+    """Each output mode's runs, repeated and interleaved: the FDB case also runs without
+    output and to GRIB files, turning the order each repeat, then compares FDB's fields with
+    the last repeat's GRIB files; every run's norms are compared."""
+    prefix, _ = dry_runs("cray-ex")
+    jobs = scripts(prefix, "OpenifsIdealisedCheck")
+    assert len(jobs) == 9
+    for s in jobs.values():
+        models = re.findall(r"name=model-(\w+)-(\d) ", s)
+        launches = re.findall(r"srun ((?:--\S+ )+)\"\$OIFS_EXEC\" > ifs.out", s)
+        assert len(launches) == len(models) and all(
+            set(o.split()) == {"--cpus-per-task=1", "--hint=nomultithread",
+                               "--distribution=block:block"} for o in launches)
+        assert "export OMP_NUM_THREADS=1" in s and "export OMP_STACKSIZE=64M" in s
+        fort4 = re.findall(r"openifs_idealised fort4 (\w+) (\w+) --nproc (\d+) --groups "
+                           r"\$OIFS_HOME/ifs-test/share/ifs_test/namelist", s)
+        assert [m for _, m, _ in fort4] == [m for m, _ in models]
+        case = fort4[0][0]
+        # T21 keeps to 2 ranks; TL159 takes the node's 128 cores
+        assert {n for _, _, n in fort4} == {"2" if case == "hs_t21l19" else "128"}
+        assert f"--ntasks={2 if case == 'hs_t21l19' else 128}" in s
+        assert s.index("name=figures") > max(s.index(f"name=model-{m}-{r}") for m, r in models)
+        assert "--norms-of" in s and "ifs-grep-norms.pl NODE.001_01 > NORMS" in s
+        if "fdb" not in {m for m, _ in models}:
+            assert {m for m, _ in models} in ({"none"}, {"grib"}) and len(models) == 3
+            assert "compare-fdb" not in s
+            continue
+        assert models == [("none", "1"), ("grib", "1"), ("fdb", "1"), ("grib", "2"),
+                          ("fdb", "2"), ("none", "2"), ("fdb", "3"), ("none", "3"),
+                          ("grib", "3")]
+        assert len(re.findall(r"FDB5_CONFIG_FILE=\S+/fdb-(\d)/config.yaml MULTIO_CONFIG_FILE=", s)) == 3
+        assert re.search(r"FDB5_CONFIG_FILE=\S+/fdb-3/config.yaml python3 -m iostack_rfm.jobs."
+                         r"openifs compare-fdb \S+/runs/grib-3 --fdb-root \S+/fdb-3/root", s)
 
 
 def test_motorbike_storage_jobs_follow_oci_openfoam(dry_runs):

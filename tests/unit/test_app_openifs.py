@@ -80,11 +80,14 @@ def test_stripe_parameter():
 
 def test_output_file_names(tmp_path):
     for name in ("ICMGGfwj8+000024", "ICMSHfwj8+000024", "ICMGGfwj8+000036",
-                 "ICMSHfwj8+000036", "ICMGGfwj8INIT", "ifs.stat", "ICMSHfwj8+36"):
+                 "ICMSHfwj8+000036", "ICMUAfwj8+000036", "ICMGGfwj8INIT", "ifs.stat",
+                 "ICMSHfwj8+36"):
         (tmp_path / name).write_bytes(b"")
     files = openifs.output_files(tmp_path)
     assert [p.name for p in files["GG"]] == ["ICMGGfwj8+000024", "ICMGGfwj8+000036"]
     assert [p.name for p in files["SH"]] == ["ICMSHfwj8+000024", "ICMSHfwj8+000036"]
+    # Full-POS's upper-air grid-point fields (NFPOS=2)
+    assert [p.name for p in files["UA"]] == ["ICMUAfwj8+000036"]
     assert openifs.experiments_of(tmp_path) == {"fwj8"}
 
 

@@ -79,7 +79,8 @@ _NIGHTLY = frozenset({"BindingCheck", "CrossAarch64StackCheck", "DarshanProfileC
                       "IorLayoutCheck", "MdtestScalingCheck", "MotorBikeStagingCheck",
                       "MultioBitIdentityCheck", "MultioHammerThroughputCheck",
                       "NetcdfOutputCheck", "NodeHardwareCheck", "OpenFOAMPitzDailyCheck",
-                      "OpenIFSOutputCheck", "OpenifsCheck", "PitzDailyInterNodeCheck",
+                      "OpenIFSOutputCheck", "OpenifsCheck", "OpenifsIdealisedCheck",
+                      "PitzDailyInterNodeCheck",
                       "StackSmokeCheck"})
 #: The ReFrame modes of reframe-tests/iostack_rfm/config.py (same names; a test keeps the two
 #: and the checks that exist in step): what each must load, and its wall-clock bound.

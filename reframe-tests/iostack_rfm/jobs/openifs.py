@@ -6,8 +6,9 @@ command-line tools in the job).
     python3 -m iostack_rfm.jobs.openifs namelist fort.4 --set NAMCT0:LFDBOP=true ...
     python3 -m iostack_rfm.jobs.openifs compare-fdb GRIB_RUN_DIR --fdb-root DIR
 
-`compare-fdb` takes every output file of the GRIB run, ICMGG<exp>+<step> (grid point) and
-ICMSH<exp>+<step> (spectral), retrieves the same fields from FDB (`fdb-read --extract`: the
+`compare-fdb` takes every output file of the GRIB run, ICMGG<exp>+<step> (grid point),
+ICMSH<exp>+<step> (spectral) and ICMUA<exp>+<step> (upper-air grid point, where Full-POS
+writes them), retrieves the same fields from FDB (`fdb-read --extract`: the
 request is the file's own MARS keys; FDB5_CONFIG_FILE names the FDB run's config) and
 compares them message by message with iostack_rfm.jobs.gribcompare (counts, bytes, sha256,
 grib_compare). [OIFS-HECToR] also found the total bytes equal: the FDB data files (*.data, FDB4's
@@ -71,7 +72,9 @@ CASES = {
     "T1279_op": Case("T1279_op", 512, 8, 26),
 }
 
-OUTPUT_FILE = re.compile(r"^ICM(?P<kind>GG|SH)(?P<exp>\w{4})\+(?P<step>\d{6})$")
+# ICMUA: upper-air grid-point fields, which Full-POS writes apart from the surface's ICMGG
+# when NFPOS=2 (suecfname.F90)
+OUTPUT_FILE = re.compile(r"^ICM(?P<kind>GG|SH|UA)(?P<exp>\w{4})\+(?P<step>\d{6})$")
 # Lustre striping as the check's parameter spells it: "<count>x<size>", e.g. 8x16M
 STRIPE = re.compile(r"^(?P<count>-?\d+)x(?P<size>\d+[KMG])$")
 
@@ -123,8 +126,8 @@ def set_namelist(text: str, group: str, key: str, value) -> str:
 
 
 def output_files(run_dir) -> dict[str, list[pathlib.Path]]:
-    """The run's output files by kind (GG, SH), in step order."""
-    found: dict[str, list[pathlib.Path]] = {"GG": [], "SH": []}
+    """The run's output files by kind (GG, SH, UA), in step order."""
+    found: dict[str, list[pathlib.Path]] = {"GG": [], "SH": [], "UA": []}
     for p in sorted(pathlib.Path(run_dir).iterdir()):
         if m := OUTPUT_FILE.match(p.name):
             found[m["kind"]].append(p)
@@ -157,7 +160,7 @@ def compare_with_fdb(run_dir, fdb_root, out=sys.stdout) -> bool:
         print(f"oifs-output: {line}", file=out, flush=True)
 
     files = output_files(run_dir)
-    every = sorted(files["GG"] + files["SH"], key=lambda p: (p.name[5:], p.name))
+    every = sorted(files["GG"] + files["SH"] + files["UA"], key=lambda p: (p.name[5:], p.name))
     steps = {p.name[-6:] for p in every}
     messages = identical = grib_bytes = 0
     reasons = []
