@@ -186,7 +186,7 @@ def namelist_groups(text: str) -> dict[str, dict[str, object]]:
 def forecast_hours(groups: dict[str, dict[str, object]]) -> float:
     """The forecast length NAMRIP CSTOP says (surip.F90: t<steps>, h<hours>, d<days>)."""
     rip = groups["NAMRIP"]
-    stop, tstep = str(rip["CSTOP"]), float(rip["TSTEP"])
+    stop, tstep = str(rip["CSTOP"]), float(str(rip["TSTEP"]))
     unit, n = stop[0], float(stop[1:])
     if unit == "t":
         return n * tstep / 3600.0
@@ -195,13 +195,14 @@ def forecast_hours(groups: dict[str, dict[str, object]]) -> float:
 
 def output_hours(groups: dict[str, dict[str, object]]) -> tuple[float, float]:
     """Hours between history (model-level) and post-processing (pressure-level) events."""
-    tstep = float(groups["NAMRIP"]["TSTEP"])
+    tstep = float(str(groups["NAMRIP"]["TSTEP"]))
     ct0 = groups["NAMCT0"]
-    return int(ct0["NFRHIS"]) * tstep / 3600.0, int(ct0["NFRPOS"]) * tstep / 3600.0
+    return (int(str(ct0["NFRHIS"])) * tstep / 3600.0,
+            int(str(ct0["NFRPOS"])) * tstep / 3600.0)
 
 
 def fort4(case: str, mode: str, nproc: int, empty_groups: str,
-          sets: list[tuple[str, str, str]] = ()) -> str:
+          sets: tuple[tuple[str, str, str], ...] = ()) -> str:
     """A run's namelist: the case's, the mode's switches, NPROC and `sets`, then the empty
     groups of every namelist the model may read."""
     text = CASES[case].namelist.read_text()
