@@ -2,8 +2,8 @@
 
 Each case runs one of the stack's I/O programs on a small workload `repeats` times plain
 and `repeats` times under the release's darshan-runtime, interleaved (plain, profiled, plain,
-...), at the same durability. A profiled run preloads libdarshan.so through `darshan-run`
-(a wrapper each rank execs, so the launcher itself is never profiled) and writes one log;
+...), at the same durability. A profiled run preloads libdarshan.so into each rank through `env`
+(the launcher itself is never profiled) and writes one log;
 darshan-util's `darshan-parser --total` reads it. The case reports, per module (POSIX,
 MPI-IO, STDIO): bytes, operations, syncs, time in I/O, and Darshan's overhead, the ratio of
 the medians of its profiled and plain runs minus one.
@@ -24,6 +24,12 @@ from iostack_rfm.parsers import darshan, netcdf
 MIB = 1 << 20
 # netcdf-output-bench's smallest workload (checks/netcdf_output.py 'small')
 NETCDF_MODEL, NETCDF_DAYS = 'inmcm6p', 1
+# Each rank runs the program with libdarshan.so preloaded (`env`, so the launcher itself is
+# not profiled); DARSHAN_LOGFILE names the one log (rank 0 writes it at MPI_Finalize; a
+# serial program at exit). Darshan leaves out /var/, /usr/, /etc/ ... by default: a stage
+# under /var/tmp would show no I/O at all (DARSHAN_EXCLUDE_DIRS=none: nothing left out).
+PRELOAD = ('env LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so '
+           'DARSHAN_EXCLUDE_DIRS=none')
 # fdb-archive-bench's fields: steps x members x params, of a T159 template (as the
 # throughput check's smallest)
 FDB_FIELDS, FDB_GRID = (2, 2, 2), (101, 200)
@@ -68,14 +74,7 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     def set_job(self):
         out = f'{self.io_dir()}/darshan-{self.program}'
         nonmpi = 'export DARSHAN_ENABLE_NONMPI=1; ' if self.num_tasks == 1 else ''
-        self.prerun_cmds = [
-            # each rank execs the program with libdarshan.so preloaded; DARSHAN_LOGFILE
-            # names the one log (rank 0 writes it at MPI_Finalize; a serial program at exit).
-            # Darshan leaves out /var/, /usr/, /etc/ ... by default: a stage under /var/tmp
-            # would show no I/O at all (DARSHAN_EXCLUDE_DIRS=none: nothing left out)
-            "printf '#!/bin/sh\\nexport LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so"
-            " DARSHAN_EXCLUDE_DIRS=none\\nexec \"$@\"\\n' > darshan-run && chmod +x darshan-run",
-        ]
+        self.prerun_cmds = []
         if self.program == 'fdb-archive':
             # an FDB of the job's own, and one ensemble-member field as the template
             self.env_vars['FDB5_CONFIG_FILE'] = '$PWD/fdb-config.yaml'
@@ -88,8 +87,7 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                 'echo "template bytes=$(stat -c %s template.grib)"',
             ]
         for i in range(self.repeats):
-            for kind, wrap, env in (('plain', '', ''),
-                                    ('darshan', '$PWD/darshan-run',
+            for kind, wrap, env in (('plain', '', ''), ('darshan', PRELOAD,
                                      f'{nonmpi}export DARSHAN_LOGFILE=$PWD/run-{i}.darshan; ')):
                 command = self._command(out).format(wrap=wrap).strip()
                 self.prerun_cmds += [

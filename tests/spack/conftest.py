@@ -26,7 +26,7 @@ IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
 LOCAL_BUILT = {"ecbuild", "eckit", "metkit", "fdb", "multio", "ior", "io500",
                "netcdf-output-bench", "fdb-archive-bench", "nvme-stage", "compiler-wrapper",
-               "gcc-runtime"}
+               "gcc-runtime", "darshan-runtime", "darshan-util"}
 
 
 @pytest.fixture(scope="session")

@@ -51,9 +51,10 @@ VERSION_QUERIES: dict[str, VersionQuery] = {
     "eckit": VersionQuery("eckit-version", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "metkit": VersionQuery("pkg-config --modversion metkit", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "multio": VersionQuery("pkg-config --modversion multio", r"^\s*(\d+\.\d+\.\d+)\s*$"),
-    # Darshan's programs print no version; its pkg-config files do
-    "darshan-runtime": VersionQuery("pkg-config --modversion darshan-runtime",
-                                    r"^\s*(\d+\.\d+\.\d+)\s*$"),
+    # Darshan's programs print no version; its pkg-config files do. darshan-runtime.pc
+    # "Requires: zlib mpich" whatever the MPI: its version alone, not what it requires
+    "darshan-runtime": VersionQuery("pkg-config --maximum-traverse-depth=1 --modversion "
+                                    "darshan-runtime", r"^\s*(\d+\.\d+\.\d+)\s*$"),
     "darshan-util": VersionQuery("pkg-config --modversion darshan-util",
                                  r"^\s*(\d+\.\d+\.\d+)\s*$"),
     # ifsMASTER states no version: OIFS_EXEC (the openifs module's) must be the install of
