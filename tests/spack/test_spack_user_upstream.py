@@ -120,6 +120,13 @@ def user(offline_bundle):
         pytest.skip("needs root to make an unprivileged account (useradd, setpriv)")
     top = pathlib.Path(tempfile.mkdtemp(prefix="iostack-user-", dir="/var/tmp"))
     top.chmod(0o755)
+    # the user's Spack runs on the tests' Python (SPACK_PYTHON, which has clingo: offline,
+    # Spack could not bootstrap one): every directory above it must let the user through
+    # (a CI clone may sit in a 0700 temporary directory); given back afterwards
+    opened = [d for d in pathlib.Path(sys.executable).absolute().parents
+              if not d.stat().st_mode & 0o001]
+    for d in opened:
+        d.chmod(d.stat().st_mode | 0o001)
     name = f"iostack-user{os.getpid() % 100000}"
     home = top / name
     subprocess.run(["useradd", "--create-home", "--home-dir", home, "--shell", "/bin/bash",
@@ -154,6 +161,8 @@ printf 'mirrors:\\n  offline: file://{offline_bundle / "mirror"}\\n' > .spack/mi
         os.chown(home / "src" / tarball.name, u.uid, u.gid)
         yield u
     finally:
+        for d in opened:
+            d.chmod(d.stat().st_mode & ~0o001)
         subprocess.run(["userdel", name], check=False)
         shutil.rmtree(top)
 
