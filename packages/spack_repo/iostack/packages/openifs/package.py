@@ -110,6 +110,17 @@ class Openifs(GitSourcesPackage, CrayPEPackage, CMakePackage):
             "\\1list(APPEND MULTIO_LIBRARIES -Wl,--push-state,--no-as-needed multio-fdb5 "
             "-Wl,--pop-state)",
             join_path("ifs-source", "CMakeLists.txt"))
+        # The analytic initial states (N3DINI=2) read no initial file, so they run with
+        # NAMARG NSUPERSEDE=0; suarg.F90 tells IOSTREAM_MIX that it serves the IFS itself
+        # (LDIFS_INTERNAL) only in its NSUPERSEDE=1 branch, and every GRIB field written to a
+        # file or to FDB then stops in IO_PUT at 'GRIB HANDLE NOT DEFINED, NOT IFS'
+        # (wroutgpgb/wroutspgb pass no handle; the IFS's sample templates are set up either
+        # way). Say it in both branches.
+        filter_file(
+            r"^(!        2\.2   Information from initial conditions file)$",
+            "\\1\nIF(NSUPERSEDE==0 .AND. NUCONF /= 901) "
+            "CALL INI_IOSTREAM(KULOUT=NULOUT,LDIFS_INTERNAL=.TRUE.)",
+            join_path("ifs-source", "arpifs", "setup", "suarg.F90"))
 
     def cmake_args(self):
         single = self.spec.satisfies("precision=single")
