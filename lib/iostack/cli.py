@@ -352,8 +352,9 @@ def cmd_counts(settings, args):
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
     commit = provenance.git_commit() if args.action == "record" else None
+    json_out = pathlib.Path(args.json).resolve() if args.json else None
     return counts.main(programs, args.action, ref, args.runs, args.workload or None, keep, commit,
-                       supersede=not args.references)
+                       supersede=not args.references, json_out=json_out)
 
 
 def cmd_site_init(settings, args):
@@ -583,6 +584,8 @@ def parser():
                         "fdb-archive-message, grib-encode, grib-decode")
     p.add_argument("--keep", metavar="DIR",
                    help="keep the runs' inputs and callgrind/strace outputs under DIR")
+    p.add_argument("--json", metavar="FILE",
+                   help="check: also write the counts measured and those that moved to FILE")
     p.set_defaults(func=cmd_counts)
 
     p = sub.add_parser("site", help="a new site")

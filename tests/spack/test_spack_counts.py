@@ -2,8 +2,10 @@
 fdb-archive-bench (FDB 5.13 from source) and ecCodes count per field what the committed
 references for its build say (reframe-tests/references/counts/local-<hash7>.yaml), the same
 build counts the same twice, and a 2% CPU regression injected in FDB's archive path fails
-the check and names the function that grew. The tier's times are in the run's summary."""
+the check and names the function that grew, through `bin/iostack counts` and through the
+nightly's WorkCountsCheck. The tier's times are in the run's summary."""
 import os
+import pathlib
 import platform
 import shutil
 import subprocess
@@ -32,17 +34,35 @@ def committed_reference(root):
     return counts.reference_file(programs.build)
 
 
-def test_the_release_counts_what_its_committed_references_say(local_deploy, timings):
+WORKLOADS = ("fdb-archive-key", "fdb-archive-message", "grib-encode", "grib-decode",
+             "netcdf-serial")
+
+
+def test_the_nightlys_counts_check_passes_on_the_committed_references_and_stores_the_counts(
+        local_deploy, timings):
+    """WorkCountsCheck as the nightly runs it (`bin/iostack counts check` in its job): the
+    release counts what the committed references for its build say, and every workload's
+    counts per field are performance values in the report and the results DB."""
+    from iostack.regression import results
+
     root, _ = local_deploy
     ref = committed_reference(root)
     assert ref.is_file(), f"no committed count references for this build: {ref}"
-    run = iostack("counts", "check", "--root", root)
-    timings["counts check local (5 workloads)"] = run.seconds
+    run = iostack("nightly", "--site", "local", "--root", root, "--", "-n", "WorkCountsCheck")
+    timings["WorkCountsCheck in the nightly (5 workloads)"] = run.seconds
+    # 0: passed, and its session is in the results DB (else the nightly's verdict is 4)
     assert run.returncode == 0, run.output
-    assert run.stdout.splitlines()[-1] == f"iostack: work counts within their bands ({ref.name})"
-    for workload in ("fdb-archive-key", "fdb-archive-message", "grib-encode", "grib-decode",
-                     "netcdf-serial"):
-        assert any(line.startswith(f"{workload}: instructions ") for line in run.stdout.splitlines())
+    reports = results.run_reports(root / "current" / "reframe")
+    (tc,) = results.last_attempts(results.read_report(reports[-1])).values()
+    assert tc["result"] == "pass"
+    job_out = (pathlib.Path(tc["outputdir"]) / "rfm_job.out").read_text().splitlines()
+    assert job_out[-1] == f"iostack: work counts within their bands ({ref.name})"
+    values = results.perf_values(tc)
+    committed = yaml.safe_load(ref.read_text())["workloads"]
+    for workload in WORKLOADS:
+        expected = committed[workload]["counts"]["instructions"]["value"]
+        assert abs(values[f"{workload} instructions"].value - expected) <= 0.001 * expected
+        assert values[f"{workload} syncs"].value == committed[workload]["counts"]["syncs"]["value"]
 
 
 def test_the_same_build_counts_the_same_twice(local_deploy, tmp_path, timings):
@@ -80,3 +100,35 @@ def test_a_2_percent_cpu_regression_in_fdbs_archive_path_fails_and_is_named(
     assert 0.018 < change < 0.022
     assert "grew: iostack_injected_busy_loop +" in moved
     assert os.environ.get("LD_PRELOAD") is None  # the shim went to that run only
+
+
+def test_the_nightlys_counts_check_fails_on_an_injected_2_percent_naming_it(
+        local_deploy, tmp_path, timings):
+    """WorkCountsCheck, as the nightly runs it, on the release with the 2% busy loop
+    preloaded: it fails on the first night, its failure names the count, the change and
+    the function that grew."""
+    from iostack.regression import results
+
+    root, _ = local_deploy
+    shim = tmp_path / "archive_slowdown.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, SHIM, "-ldl"], check=True)
+    committed = yaml.safe_load(committed_reference(root).read_text())
+    per_field = committed["workloads"][KEY]["counts"]["instructions"]["value"]
+    run = iostack("nightly", "--site", "local", "--root", root, "--", "-n", "WorkCountsCheck",
+                  env={"LD_PRELOAD": str(shim),
+                       "IOSTACK_INJECT_INSTRUCTIONS": str(int(0.02 * per_field))})
+    timings["WorkCountsCheck in the nightly, injected"] = run.seconds
+    assert run.returncode != 0
+    reports = results.run_reports(root / "current" / "reframe")
+    (tc,) = results.last_attempts(results.read_report(reports[-1])).values()
+    assert tc["result"] == "fail" and tc["fail_phase"] == "sanity"
+    reason = tc["fail_reason"]
+    assert f"{KEY}: instructions per field " in reason, reason
+    assert "grew: iostack_injected_busy_loop +" in reason
+    change = float(reason.split(f"{KEY}: instructions per field ")[1].split("(")[1].split("%")[0])
+    assert 1.8 < change < 2.2
+    # the fail names no other workload's counts: the shim hooks the key path only (the
+    # message path's instructions move a little under any preload, inside 1%)
+    assert "grib-encode" not in reason and "netcdf-serial" not in reason
+    # a failed night stores no performance values (ReFrame skips that stage): the clean
+    # night's test above shows them

@@ -114,6 +114,8 @@ def traced_nightly(local_deploy, timings, tmp_path_factory):
          # (their sync audit and per-field profile) fails under this trace; the integration
          # tier runs them
          "-S", "audit_steps=0", "-S", "profile_steps=0",
+         # and WorkCountsCheck's strace would fail the same way: test_spack_counts runs it
+         "-x", "WorkCountsCheck",
          "-S", "FdbThroughputCheck.repeats=1", "-S", "FdbWriterScalingCheck.repeats=1",
          "-S", "MultioHammerThroughputCheck.repeats=1",
          "-S", "IO500Check.repeats=1", "-S", "NetcdfOutputCheck.repeats=1"],

@@ -575,11 +575,28 @@ def summary(measured: Mapping[str, Measurement]) -> list[str]:
     return lines
 
 
+def as_json(reference_path: pathlib.Path, ref: Mapping, measured: Mapping[str, Measurement],
+            moves: Sequence[Move]) -> dict:
+    """A check's outcome as data: each workload's counts per field, which of them the
+    reference gates, and every move with its line."""
+    return {
+        "reference": reference_path.name,
+        "workloads": {name: {"counts": m.counts,
+                             "gated": sorted(c for c, r in ref["workloads"].get(name, {}).get(
+                                 "counts", {}).items() if r.get("tolerance") is not None)}
+                      for name, m in measured.items()},
+        "moves": [{"workload": m.workload, "count": m.count, "reference": m.reference,
+                   "value": m.value, "tolerance": m.tolerance, "line": m.line()} for m in moves],
+    }
+
+
 def main(programs: Programs, action: str, reference_path: pathlib.Path, runs: int = 3,
          names: Sequence[str] | None = None, keep: pathlib.Path | None = None,
-         commit: str | None = None, supersede: bool = False) -> int:
+         commit: str | None = None, supersede: bool = False,
+         json_out: pathlib.Path | None = None) -> int:
     """`bin/iostack counts record|check`: prints a line per workload; a failed check prints
-    a line per count that moved and exits 1."""
+    a line per count that moved and exits 1. A check writes what it measured and what moved
+    to `json_out` too (the nightly's WorkCountsCheck reads it), whether it passes or not."""
     if action == "record":
         ref = record(programs, reference_path, runs, names, commit, keep)
         if supersede and programs.build.get("site"):
@@ -599,6 +616,8 @@ def main(programs: Programs, action: str, reference_path: pathlib.Path, runs: in
         return 0
     ref = load_reference(reference_path, programs.build or None)
     measured, moves = check(programs, ref, names, keep)
+    if json_out:
+        json_out.write_text(json.dumps(as_json(reference_path, ref, measured, moves), indent=1))
     for line in summary(measured):
         log.info(line, extra={"bare": True})
     if moves:

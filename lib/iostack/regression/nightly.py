@@ -81,7 +81,7 @@ _NIGHTLY = frozenset({"BindingCheck", "CrossAarch64StackCheck", "DarshanProfileC
                       "NetcdfOutputCheck", "NodeHardwareCheck", "OpenFOAMPitzDailyCheck",
                       "OpenIFSOutputCheck", "OpenifsCheck", "OpenifsIdealisedCheck",
                       "PitzDailyInterNodeCheck",
-                      "StackSmokeCheck"})
+                      "StackSmokeCheck", "WorkCountsCheck"})
 #: The ReFrame modes of reframe-tests/iostack_rfm/config.py (same names; a test keeps the two
 #: and the checks that exist in step): what each must load, and its wall-clock bound.
 MODES = {

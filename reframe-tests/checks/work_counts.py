@@ -1,0 +1,90 @@
+"""Work counts per field of the programs the nightly times, gated every night (issue 38).
+
+The job runs `bin/iostack counts check` on the release under test: every workload of
+iostack.regression.counts (FDB archive by key and by message, GRIB encode and decode,
+NetCDF serial writes), counted by callgrind inside the timed region and by strace, against
+the committed references of this build (reframe-tests/references/counts/<site>-<hash>.yaml).
+A count is the same on every run and every node, so the band is the reference's own
+(at most 1%: a 2% increase always fails) and one night decides, with no retry or
+confirmation: sanity fails on any count that moved, and its line names the count, the
+change and the functions that grew.
+
+Every workload's instructions, system calls, bytes written and syncs per field are
+performance variables too, with no reference: the results DB keeps their history beside the
+times, and the report shows them. A build with no references fails with the command that
+records them (a check that could not run never passes).
+"""
+import json
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, run_before, sanity_function
+from reframe.core.exceptions import SanityError
+
+from iostack.core import paths
+from iostack_rfm import context
+from iostack_rfm.base import IostackMixin
+
+#: what each workload reports (its counts per field; system calls by name stay in the JSON)
+SHOWN = ('instructions', 'syscalls', 'bytes written', 'syncs')
+#: the workloads of iostack.regression.counts.WORKLOADS that every site's stack can run
+WORKLOADS = ('fdb-archive-key', 'fdb-archive-message', 'grib-encode', 'grib-decode',
+             'netcdf-serial')
+OUTPUT = 'counts.json'
+
+
+@sn.deferrable
+def _from_json(workload, count):
+    with open(OUTPUT) as f:
+        return float(json.load(f)['workloads'][workload]['counts'].get(count, 0.0))
+
+
+@sn.deferrable
+def _no_moves():
+    """True, or the failure that names every count that moved."""
+    with open(OUTPUT) as f:
+        lines = [m['line'] for m in json.load(f)['moves']]
+    if lines:
+        raise SanityError(f'{len(lines)} work count(s) moved: ' + '; '.join(lines))
+    return True
+
+
+@rfm.simple_test
+class WorkCountsCheck(IostackMixin, rfm.RunOnlyRegressionTest):
+    descr = 'work counts per field (instructions, system calls, bytes, syncs) against the build\'s references'
+    valid_systems = ['+fdb']
+    valid_prog_environs = ['builtin']
+    num_tasks = 1
+    tags = {'counts', 'nightly'}
+    # callgrind runs each workload at two sizes, strace once more: minutes on a 2-core node
+    time_limit = '30m'
+    keep_files = [OUTPUT]
+
+    @run_before('run')
+    def set_job(self):
+        tree = context.release() or context.root()
+        root = context.root() or tree
+        site = context.site_of(self.current_partition)
+        opts = ['counts', 'check', '--site', site, '--root', str(root), '--json', OUTPUT]
+        if tree and tree.parent.name == 'releases':
+            opts += ['--release', tree.name]
+        self.executable = os.fspath(paths.REPO / 'bin' / 'iostack')
+        self.executable_opts = opts
+
+    @sanity_function
+    def validate(self):
+        # the command's verdict, and the JSON it wrote beside it
+        return sn.all([
+            _no_moves(),
+            sn.assert_found(r'work counts within their bands', self.stdout),
+            sn.assert_eq(sn.count(sn.extractall(r'^(\S+): instructions', self.stdout)),
+                         len(WORKLOADS)),
+        ])
+
+    @run_after('init')
+    def set_perf_variables(self):
+        for workload in WORKLOADS:
+            for count in SHOWN:
+                self.perf_variables[f'{workload} {count}'] = sn.make_performance_function(
+                    _from_json(workload, count), 'per field')
