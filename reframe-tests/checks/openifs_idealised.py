@@ -50,6 +50,12 @@ RUNS_OF = {'none': ('none',), 'grib': ('grib',), 'fdb': ('none', 'grib', 'fdb')}
 #: ifs-test's files the job uses, under OIFS_HOME (the openifs recipe installs ifs-test)
 EMPTY_GROUPS = '$OIFS_HOME/ifs-test/share/ifs_test/namelist'
 GREP_NORMS = '$OIFS_HOME/ifs-test/bin/ifs-grep-norms.pl'
+#: The stack's FDB (5.13) has no configuration directory of its own, so it reads the node's
+#: /etc/fdb/dbnames (Debian's FDB 5.10's), which names a database
+#: {class}:{expver}/{date}:{time}:{domain}/{stream}; 5.13's fdb-list then finds none of the
+#: fields it wrote there (0 of 4375 in a T21 run; Debian's 5.10 lists them all). The runs
+#: and the comparison name databases as FDB does by default, one directory per database.
+FDB_NAMES = 'FDB_DBNAMES_FILE=/dev/null'
 
 
 @rfm.simple_test
@@ -118,7 +124,7 @@ class OpenifsIdealisedCheck(AppCheck):
             # each FDB run its own database: the comparison reads one run's fields
             setup.append(f'rm -rf {out}/fdb-{rep} && python3 -m iostack.deployment.fdbconfig '
                          f'--root {out}/fdb-{rep}/root --out {out}/fdb-{rep}/config.yaml')
-            env = (f'FDB5_CONFIG_FILE={out}/fdb-{rep}/config.yaml '
+            env = (f'{FDB_NAMES} FDB5_CONFIG_FILE={out}/fdb-{rep}/config.yaml '
                    f'MULTIO_CONFIG_FILE={out}/multio-sinks.yaml ')
         model = (f'cd {run} && t0=$EPOCHREALTIME && {env}{self.mpi_command()} "$OIFS_EXEC" '
                  f'> ifs.out 2>&1; rc=$?; t1=$EPOCHREALTIME; '
@@ -183,7 +189,7 @@ class OpenifsIdealisedCheck(AppCheck):
         if self.output == 'fdb':
             r = self.repeats
             self.prerun_cmds.append(self.step(
-                'compare', f'FDB5_CONFIG_FILE={out}/fdb-{r}/config.yaml python3 -m '
+                'compare', f'{FDB_NAMES} FDB5_CONFIG_FILE={out}/fdb-{r}/config.yaml python3 -m '
                 f'iostack_rfm.jobs.openifs compare-fdb {self._run_dir("grib", r)} '
                 f'--fdb-root {out}/fdb-{r}/root > compare.out'))
         self.executable = 'rm'

@@ -2,6 +2,7 @@
 the model reads them (the repository's own parser; f90nml is not in the venv), each asks
 for an analytic start and hourly output, the output modes switch only what they say, and
 the job's figures (medians, spreads, FDB's share, identities) are computed as documented."""
+import gzip
 import pathlib
 import re
 
@@ -181,3 +182,41 @@ def test_norms_and_output_identity(tmp_path):
                                                        f"from {a / 'ICMUAh159+000001'}")
     empty = write_run(tmp_path / "none-1", "", {})
     assert idealised.same_norms([a, empty])[0] is False
+
+
+# A real run's logs (tests/data/openifs-idealised): OpenIFS 48r1.1.0 of local/nwp, hs_t21l19,
+# GRIB files, 1 rank x 1 thread (NODE.001_01 gzipped, and ifs-grep-norms.pl's NORMS of it)
+REAL = pathlib.Path(__file__).resolve().parents[1] / "data" / "openifs-idealised"
+
+
+def test_a_real_runs_log_gives_its_steps_and_the_loops_norms():
+    node = gzip.decompress((REAL / "hs_t21l19.NODE.001_01.gz").read_bytes()).decode()
+    run = idealised.read_run(node, "grib", 1, 2.5)
+    assert (run.forecast_hours, run.steps, run.norms, run.ended) == (24.0, 24, 25, True)
+    # the set-up prints two blocks of its own before CNT4: not the time loop's steps 0..24
+    assert node.count(" SPECTRAL NORMS ") == 27
+
+
+@pytest.mark.parametrize("where, change, expected", [
+    (2, lambda v: v[:-6] + "9" + v[-5:], "norms block 8 (step 5), field TEMPERATURE (row AVE)"),
+    (0, lambda v: v.replace("0.1151", "0.1152"), "norms block 8 (step 5), field LOG(PREHYDS)"),
+])
+def test_a_change_in_a_real_runs_norms_names_the_step_and_the_field(tmp_path, where, change,
+                                                                     expected):
+    text = (REAL / "hs_t21l19.NORMS").read_text()
+    lines = text.splitlines(keepends=True)
+    block8 = [i for i, line in enumerate(lines) if line.startswith(" SPECTRAL NORMS")][7]
+    line = lines[block8 + where]
+    if where == 2:   # a column of the table: the temperature's norm
+        words = line.split()
+        words[3] = change(words[3])
+        changed = " " + " ".join(words) + "\n"
+    else:
+        changed = change(line)
+    assert changed != line
+    a = write_run(tmp_path / "a", text, {})
+    b = write_run(tmp_path / "b", "".join(lines[:block8 + where] + [changed]
+                                          + lines[block8 + where + 1:]), {})
+    assert idealised.same_norms([a, a]) == (True, "")
+    same, why = idealised.same_norms([a, b])
+    assert not same and why.startswith(f"{b} differ from {a}: {expected}: "), why

@@ -216,6 +216,8 @@ def fort4(case: str, mode: str, nproc: int, empty_groups: str,
 
 _NODE_END = re.compile(r"^\s*\*\*\* END CNT0 \*\*\*\s*$", re.M)
 _SPNORMS = re.compile(r"^\s*SPECTRAL NORMS\s", re.M)
+#: the time loop starts here: the set-up prints its own norms before it (two in 48r1.1.0)
+_CNT4 = re.compile(r"^\s*START CNT4\b", re.M)
 
 
 @dataclass(frozen=True)
@@ -247,8 +249,10 @@ def read_run(node: str, mode: str, rep: int, wall: float) -> Run:
     steps = openifs.parse_node_steps(node)
     if not steps:
         raise ValueError("NODE.001_01 has no model step (no `STEP n H=` line)")
+    loop = _CNT4.search(node)
     return Run(mode, rep, wall, steps[-1].forecast_seconds / 3600.0, steps[-1].step,
-               len(_SPNORMS.findall(node)), bool(_NODE_END.search(node)))
+               len(_SPNORMS.findall(node, loop.end() if loop else 0)),
+               bool(_NODE_END.search(node)))
 
 
 def read_runs(text: str) -> list[Run]:
@@ -296,15 +300,61 @@ def same_norms(dirs: list[pathlib.Path]) -> tuple[bool, str]:
 
 
 def _first_difference(a: str, b: str) -> str:
-    """The first norms line that differs, with the step it belongs to (the SPECTRAL NORMS
-    block count): where a change first shows."""
-    block = 0
-    for x, y in zip(a.splitlines(), b.splitlines(), strict=False):
+    """Where two runs' norms (ifs-grep-norms.pl's NORMS) first differ: the SPECTRAL NORMS
+    block, the model step it belongs to and the field, where a change first shows. The
+    set-up's blocks carry no grid-point norms, the time loop's each do: a block is step
+    (its number - the set-up's blocks - 1)."""
+    lines_a, lines_b = a.splitlines(), b.splitlines()
+    # the first block followed by grid-point norms is step 0
+    setup, block, seen = None, 0, False
+    for line in lines_a:
+        if _SPNORMS.match(line):
+            if seen:
+                break
+            block += 1
+        elif line.lstrip().startswith("GPNORM") and block:
+            seen = True
+    if seen:
+        setup = block - 1
+    block, header = 0, []
+    for x, y in zip(lines_a, lines_b, strict=False):
         if _SPNORMS.match(x):
             block += 1
-        if x != y:
-            return f"norms block {block}: {x.strip()!r} != {y.strip()!r}"
+        words = x.split()
+        if words[:1] in (["LEV"], ["GPNORM"]):
+            # a table's column names, two or more spaces apart
+            header = re.split(r"\s{2,}", x.strip())
+        if x == y:
+            continue
+        where = f"norms block {block}"
+        if setup is not None:
+            step = block - setup - 1
+            where += " (set-up)" if step < 0 else f" (step {step})"
+        field = _field_of(x, y, header)
+        return f"{where}{field}: {x.strip()!r} != {y.strip()!r}"
     return "one has more norms lines"
+
+
+def _field_of(x: str, y: str, header: list[str]) -> str:
+    """`, field NAME` for the first value that differs between two norms lines: the name is
+    the table's column (after the row label) or, on a SPECTRAL NORMS line, the label before
+    the value."""
+    wx, wy = x.split(), y.split()
+    for i, (u, v) in enumerate(zip(wx, wy, strict=False)):
+        if u == v:
+            continue
+        if _SPNORMS.match(x):
+            names = re.findall(r"([A-Z][A-Z()]+)\s+[-+.\dE]+", x)
+            values = re.findall(r"[A-Z][A-Z()]+\s+([-+.\dE]+)", x)
+            if u in values and len(names) == len(values):
+                return f", field {names[values.index(u)]}"
+            return ""
+        if header[:1] == ["GPNORM"] and 1 <= i < len(header) - 1:
+            return f", field {header[1]} {header[i + 1]} (row {wx[0]})"
+        if header and 1 <= i < len(header):
+            return f", field {header[i]} (row {wx[0]})"
+        return ""
+    return ""
 
 
 def same_output(dirs: list[pathlib.Path]) -> tuple[bool, int, str]:
