@@ -220,3 +220,13 @@ def test_a_change_in_a_real_runs_norms_names_the_step_and_the_field(tmp_path, wh
     assert idealised.same_norms([a, a]) == (True, "")
     same, why = idealised.same_norms([a, b])
     assert not same and why.startswith(f"{b} differ from {a}: {expected}: "), why
+
+
+def test_output_changes_no_norm_of_the_model(tmp_path):
+    """A run with output has FULL-POS SPNORMS lines for its post-processing events, one with
+    none has not: the model's norms are the rest, and they must be the same."""
+    text = (REAL / "hs_t21l19.NORMS").read_text()
+    assert text.count("FULL-POS SPNORMS\n") == 50    # 2 a step, steps 0..24
+    no_output = write_run(tmp_path / "none", text.replace("FULL-POS SPNORMS\n", ""), {})
+    grib = write_run(tmp_path / "grib", text, {})
+    assert idealised.same_norms([no_output, grib]) == (True, "")

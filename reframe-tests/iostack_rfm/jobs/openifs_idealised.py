@@ -287,8 +287,17 @@ def figures(runs: list[Run]) -> list[str]:
     return lines
 
 
+def model_norms(text: str) -> str:
+    """The model's own norms of a NORMS file: without the FULL-POS SPNORMS lines that
+    ifs-grep-norms.pl keeps for each post-processing event, which a run with no output
+    (N1POS=0) does not have; output must not change the model's norms."""
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith("FULL-POS"))
+
+
 def same_norms(dirs: list[pathlib.Path]) -> tuple[bool, str]:
-    texts = [(d / "NORMS").read_text() if (d / "NORMS").is_file() else "" for d in dirs]
+    texts = [model_norms((d / "NORMS").read_text()) if (d / "NORMS").is_file() else ""
+             for d in dirs]
     if not texts or any(not t.strip() for t in texts):
         empty = [str(d) for d, t in zip(dirs, texts, strict=True) if not t.strip()]
         return False, f"no norms in {', '.join(empty) or 'any run'}"
