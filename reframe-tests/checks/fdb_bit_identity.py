@@ -14,7 +14,10 @@ Inputs (parameter `grib_input`):
   surface fields, seasonal ensembles; GRIB2 on pressure and model levels and the surface);
 - site: the site's own model output, a GRIB file or a directory of them, named by
   IOSTACK_SITE_GRIB (like IOSTACK_OIFS_EXPERIMENTS for the OpenIFS check); without it
-  there is no `site` case.
+  there is no `site` case. Its parameters may need the site's own ecCodes definitions
+  (sites/<site>.yaml grib_definitions, on ecCodes' path in the site's environments): before
+  fdb-write, iostack_rfm.jobs.gribdefs stops the job with one line where ecCodes cannot
+  name a parameter (FDB would archive it as param=0).
 
 Where the FDB cannot expand a request (5.10.8 on stream=enda: "cannot find a context to
 expand 'param'"), fdbretrieve names the stream in the job's output and retrieves the same
@@ -104,6 +107,14 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         self.prerun_cmds = [
             'python3 -m iostack.deployment.fdbconfig --root fdb-root --out fdb-config.yaml',
             self._write_input(),
+        ]
+        if self.grib_input == 'site':
+            # a site's GRIB may need its own ecCodes definitions (sites/<site>.yaml
+            # grib_definitions): without them FDB would archive its fields as param=0, so the
+            # job stops at gribdefs' one line instead
+            self.prerun_cmds.append('python3 -m iostack_rfm.jobs.gribdefs check direct.grib '
+                                    '|| exit 1')
+        self.prerun_cmds += [
             self.bounded('fdb-write direct.grib'),
         ]
         if self.scenario == 'empty-retrieve':
@@ -144,6 +155,12 @@ class FdbBitIdentityCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     def validate(self):
         n = self._reference_messages()
         written = [
+            # the site's GRIB: ecCodes names every parameter (gribdefs' ERROR line says which not)
+            sn.assert_found(r'^gribdefs: OK', self.stdout,
+                            msg='ecCodes cannot name a parameter of the site GRIB: see the '
+                                '`gribdefs: ERROR` line of the job output'),
+        ] if self.grib_input == 'site' else []
+        written += [
             sn.assert_gt(n, 0),
             # fdb-write says `FDB archive 1 message` for one field, `N messages` for more
             sn.assert_eq(sn.extractsingle(FDB_ARCHIVED, self.stdout, 1, int), n),

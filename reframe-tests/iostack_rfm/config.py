@@ -546,8 +546,27 @@ def systems(site: str, run: Run) -> list[dict]:
 def environments(site: str, run: Run) -> list[dict]:
     """The programming environments of a site's systems: `builtin` (Debian's packages) where
     the site is Debian, `stack` (the site's Spack stack as Lmod modules) where it is no Cray
-    site, a Cray site's PrgEnvs, OCI's `gnu`."""
+    site, a Cray site's PrgEnvs, OCI's `gnu`; each with the site's own ecCodes definitions
+    on ecCodes' search path (_grib_definitions)."""
     facts = site_facts.load(site)
+    envs = _site_environments(site, run, facts)
+    for env in envs:
+        env['env_vars'] = env.get('env_vars', []) + _grib_definitions(facts)
+    return envs
+
+
+def _grib_definitions(facts) -> list[list[str]]:
+    """The site's definition directories (facts `grib_definitions`), in order, before
+    whatever ecCodes' module put on its search path (a package of definitions: the module
+    loads it), so the ecCodes of every environment, Debian's too, finds them."""
+    dirs = facts.grib_definition_dirs
+    if not dirs:
+        return []
+    var = 'ECCODES_EXTRA_DEFINITION_PATH'
+    return [[var, ':'.join(dirs) + f'${{{var}:+:${var}}}']]
+
+
+def _site_environments(site: str, run: Run, facts) -> list[dict]:
     if facts.programming_environment:
         return _cray_pe_environments(facts)
     if site == 'oci-bm-optimized3':

@@ -4,6 +4,7 @@ compiler, the compiler-wrapper and runtime a build needs, and an MPI of its own 
 each stack links only itself. Read from the JSON locks: no Spack needed. Each check is also
 run on a lock broken in the one way it guards against, and must say so."""
 import copy
+import dataclasses
 
 import pytest
 from spack_lock import Lock, described, label, target
@@ -97,8 +98,16 @@ def fdb_on_the_sites_file_system(lock, facts):
             for s in lock.named("fdb") if ("lustre" in s["parameters"].get("backends", [])) != lustre]
 
 
+def grib_definitions_in_the_lock(lock, facts):
+    """Each package of the site's own ecCodes definitions (facts grib_definitions) is built
+    with its stack: ecCodes' module loads it."""
+    return [f"grib_definitions: package {p} is not in the lock: add it to the site's specs"
+            for p in facts.grib_definition_packages if not lock.named(p)]
+
+
 CHECKS = [os_and_target, one_compiler_per_spec, libc_and_runtimes, mpi_of_its_compiler,
-          stacks_link_only_themselves, craype_matches_compiler, fdb_on_the_sites_file_system]
+          stacks_link_only_themselves, craype_matches_compiler, fdb_on_the_sites_file_system,
+          grib_definitions_in_the_lock]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
@@ -235,6 +244,14 @@ def test_a_broken_cray_ex_lock_fails_its_check(check, breakage):
     named = breakage(lock)
     problems = check(lock, site_facts.load("cray-ex"))
     assert problems and any(named in p for p in problems), problems
+
+
+def test_a_package_of_definitions_the_lock_lacks_is_named():
+    facts = dataclasses.replace(site_facts.load("setonix"),
+                                grib_definitions=("/software/defs", "site-eccodes-defs"))
+    assert grib_definitions_in_the_lock(Lock.of("setonix"), facts) == [
+        "grib_definitions: package site-eccodes-defs is not in the lock: add it to the site's "
+        "specs"]
 
 
 def test_ucx_without_verbs_is_named():

@@ -10,6 +10,7 @@ From what the release itself records, never from the checkout as it is now:
 - how to build against it: CMake (find_package, the module puts the package on
   CMAKE_PREFIX_PATH), pkg-config, and the release's Spack upstream (upstream.py);
 - the site's scratch and file systems (sites/<site>.yaml), with what each kind asks of jobs;
+- the site's own ecCodes definitions (sites/<site>.yaml grib_definitions), where it has any;
 - what changed since the release users had before it (releasediff.py).
 """
 from __future__ import annotations
@@ -99,6 +100,26 @@ def site_storage(site: str) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def grib_definitions(site: str) -> str:
+    """What a user reads of the site's own ecCodes definitions (HTML; empty without any)."""
+    facts_ = facts.load(site)
+    if not facts_.grib_definitions:
+        return ""
+    where = "".join(f"<li><code>{_e(d)}</code></li>" for d in facts_.grib_definition_dirs)
+    where += "".join(f"<li>package <code>{_e(p)}</code> (<code>&lt;its prefix&gt;/"
+                     f"{_e(facts.PACKAGE_DEFINITIONS)}</code>)</li>"
+                     for p in facts_.grib_definition_packages)
+    return f"""
+<h3 id="grib-definitions">The site's GRIB definitions</h3>
+<p>This site's GRIB has parameters only its own ecCodes definitions name. The ecCodes module
+(and every module that loads it, FDB's too) puts them on
+<code>ECCODES_EXTRA_DEFINITION_PATH</code>, searched before ecCodes' own:</p>
+<ul>{where}</ul>
+<p><code>codes_info -d</code> shows the path in use; <code>grib_ls -p paramId,shortName
+FILE</code> shows a parameter they name. Without them the same field reads as paramId 0,
+shortName <code>unknown</code>, and FDB would archive it as <code>param=0</code>.</p>"""
+
+
 def render(root: pathlib.Path, release: releases.Release, core_compilers=()) -> str:
     lock = json.loads((release.path / releases.LOCK).read_text())
     specs = lock["concrete_specs"]
@@ -145,6 +166,7 @@ module use {_e(pinned)}   # this release only</pre>
         out.append("<p>Modules of the centre:</p><table><tr><th>module</th><th>what it is "
                    "for</th></tr>" + "".join(f"<tr><td><code>{_e(n)}</code></td><td>{_e(d)}"
                                              "</td></tr>" for n, d in metas) + "</table>")
+    out.append(grib_definitions(release.site))
     scope = upstream.scope_dir(release.path)
     out.append(f"""
 <h2 id="build">Building against the release</h2>

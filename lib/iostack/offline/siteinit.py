@@ -492,9 +492,12 @@ def packages_yaml(findings: Findings) -> str:
 def modules_yaml(findings: Findings) -> str:
     compiler = system_compiler(externals(findings)[0])
     version = _version(compiler.entry["spec"])
+    # a template (modules.yaml.in): `bin/iostack site generate` adds what the facts'
+    # grib_definitions need (iostack.site.generate.eccodes_modules)
     return (f"# The system compiler (gcc {version}, Spack's compiler find): what it builds "
             "goes in Core.\n" + _yaml({"modules": {"default": {"lmod": {
-                "core_compilers": [f"gcc@{version}"]}}}}))
+                "core_compilers": [f"gcc@{version}"]}}}})
+            + "[[- eccodes_modules(facts) ]]\n")
 
 
 def spack_yaml(findings: Findings) -> str:
@@ -547,7 +550,7 @@ COMMON_LINK = ("group_vars/all/00-common.yml", "../../../common/group_vars/all.y
 
 def site_files(findings: Findings, description: str | None = None) -> dict[str, str]:
     """{path in the repository: content} of the new site: its facts, and the templates
-    (`*.in`) `write` generates the Spack site's packages.yaml and the inventory's site
+    (`*.in`) `write` generates the Spack site's packages.yaml, modules.yaml and the inventory's site
     variables from, as every site's are."""
     name = findings.name
     data = facts(findings, description)
@@ -559,7 +562,7 @@ def site_files(findings: Findings, description: str | None = None) -> dict[str, 
                                "agree with these facts.\n" + _yaml(data)),
         f"spack-env/sites/{name}/spack.yaml": spack_yaml(findings),
         f"spack-env/sites/{name}/packages.yaml.in": packages_yaml(findings),
-        f"spack-env/sites/{name}/modules.yaml": modules_yaml(findings),
+        f"spack-env/sites/{name}/modules.yaml.in": modules_yaml(findings),
         **inventory_files(findings, data),
     }
 

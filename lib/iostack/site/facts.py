@@ -2,7 +2,8 @@
 in every tree (spack-env/sites/, ansible/inventories/, the ReFrame configuration).
 
 The facts (OS and libc, scheduler, programming environment, node groups with their CPU, NPS,
-SMT, scratch, Slurm partition and placement rules, RDMA NIC and BMC, file systems) are validated against sites/schema.yaml and a few rules a
+SMT, scratch, Slurm partition and placement rules, RDMA NIC and BMC, file systems, the site's
+own ecCodes definitions) are validated against sites/schema.yaml and a few rules a
 schema cannot say. The ReFrame configuration builds its systems from them; the Spack site and
 the Ansible inventory are checked against them (tests/unit/test_site_facts.py).
 Only the standard library is imported at module level: `bin/iostack setup` runs before the
@@ -24,6 +25,10 @@ FACTS = paths.REPO / "sites"
 SCHEMA = FACTS / "schema.yaml"
 #: archspec's vendor names of the CPU vendors facts may name
 ARCHSPEC_VENDORS = {"AMD": "AuthenticAMD", "Intel": "GenuineIntel"}
+#: a Spack package's name (a grib_definitions entry that is no directory)
+SPACK_PACKAGE = re.compile(r"[a-z0-9][a-z0-9-]*")
+#: where a package of ecCodes definitions installs them, under its prefix
+PACKAGE_DEFINITIONS = "share/eccodes/definitions"
 
 
 class FactsError(IostackError, ValueError):
@@ -128,6 +133,31 @@ class Site:
     nodes: dict[str, NodeGroup]
     programming_environment: dict | None = None
     account: dict | None = None
+    #: the site's own ecCodes definitions, searched in this order before ecCodes' own:
+    #: absolute directories and Spack package names (facts `grib_definitions`)
+    grib_definitions: tuple[str, ...] = ()
+
+    @property
+    def grib_definition_dirs(self) -> tuple[str, ...]:
+        """The directories of `grib_definitions`, in order."""
+        return tuple(d for d in self.grib_definitions if d.startswith("/"))
+
+    @property
+    def grib_definition_packages(self) -> tuple[str, ...]:
+        """The Spack packages of `grib_definitions` (each installs its definitions in
+        <prefix>/share/eccodes/definitions), in order."""
+        return tuple(d for d in self.grib_definitions if not d.startswith("/"))
+
+    def missing_grib_definitions(self) -> str | None:
+        """One line naming the declared definition directories this node lacks; None when
+        every one is a directory here (run on the site's nodes: elsewhere they are not)."""
+        missing = [d for d in self.grib_definition_dirs if not pathlib.Path(d).is_dir()]
+        if not missing:
+            return None
+        return (f"site {self.name}: grib_definitions {', '.join(missing)} "
+                f"{'is no directory' if len(missing) == 1 else 'are no directories'} on this "
+                f"node (sites/{self.name}.yaml grib_definitions): GRIB that needs them "
+                "cannot be decoded here")
 
     def slurm_account(self, given: str | None = None) -> str | None:
         """The Slurm account this site's jobs charge: `given` (bin/iostack's --account), else
@@ -215,6 +245,7 @@ def read(path: pathlib.Path) -> Site:
         file_systems=tuple({"shared": True, **fs} for fs in data.get("file_systems", [])),
         programming_environment=data.get("programming_environment"),
         account=data.get("account"),
+        grib_definitions=tuple(data.get("grib_definitions", [])),
         nodes={name: NodeGroup(name=name, **_group_fields(group))
                for name, group in data["nodes"].items()})
     problem = _inconsistency(site, path)
@@ -247,6 +278,17 @@ def _inconsistency(site: Site, path: pathlib.Path) -> str | None:
         if "name" in account and not re.fullmatch(account["pattern"], account["name"]):
             return (f"account/name: {account['name']!r} is not of the form account/pattern "
                     f"{account['pattern']!r}")
+    for i, entry in enumerate(site.grib_definitions):
+        where = f"grib_definitions/{i}: {entry!r}"
+        if entry.startswith("/"):
+            if ":" in entry:
+                return (f"{where}: a directory with ':' in its name cannot be on ecCodes' "
+                        "definition path (':' separates its entries)")
+            if entry != str(pathlib.PurePosixPath(entry)) or "/../" in f"{entry}/":
+                return f"{where}: give the directory plainly (no '..', '.', '//', trailing '/')"
+        elif not SPACK_PACKAGE.fullmatch(entry):
+            return (f"{where} is neither an absolute directory (a relative path means nothing "
+                    "on the nodes: give it from /) nor a Spack package's name")
     for fs in site.file_systems:
         unknown = sorted(set(fs.get("nodes", [])) - set(site.nodes))
         if unknown:

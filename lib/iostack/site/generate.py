@@ -15,7 +15,10 @@ Generated now:
   the hand-written part (Spack's and Ansible's own structure, what the facts do not say),
   and every fact in it is a `[[ ... ]]` expression of the facts (`facts`, its
   programming environment `pe`, the filter `version`: `cce@16.0.1` -> `16.0.1`). Spack and
-  Ansible read the generated file; neither reads a `.in` file.
+  Ansible read the generated file; neither reads a `.in` file. A Spack site's
+  modules.yaml.in ends with `[[- eccodes_modules(facts) ]]`: the Lmod configuration by
+  which ecCodes' module puts the site's own definitions (facts `grib_definitions`) on
+  ecCodes' search path.
 """
 from __future__ import annotations
 
@@ -85,6 +88,43 @@ def _version(spec: str) -> str:
     return spec.split("@", 1)[1].split()[0]
 
 
+#: ecCodes' variable of definition directories searched before its own (ecCodes 2.28 and
+#: later: its context puts `<value>:<default path>`; ECCODES_DEFINITION_PATH would replace
+#: the default instead)
+EXTRA_DEFINITION_PATH = "ECCODES_EXTRA_DEFINITION_PATH"
+
+
+def eccodes_modules(facts: site_facts.Site, indent: int = 6) -> str:
+    """The Lmod modules configuration (YAML under `modules: default: lmod:`) that puts a
+    site's own ecCodes definitions on the search path of every user of its ecCodes module:
+    the module prepends the directories, in their order, and loads each package of
+    definitions, whose own module prepends <prefix>/share/eccodes/definitions. Lmod runs a
+    module's loads before its own settings, so the directories come before the packages'.
+    Empty where the site declares none. Starts with a newline (the template strips the one
+    before it)."""
+    import yaml
+
+    if not facts.grib_definitions:
+        return ""
+    config: dict = {}
+    for package in facts.grib_definition_packages:
+        config[package] = {"environment": {"prepend_path": {
+            EXTRA_DEFINITION_PATH: "{prefix}/" + site_facts.PACKAGE_DEFINITIONS}}}
+    eccodes: dict = {}
+    if facts.grib_definition_packages:
+        eccodes["load"] = list(facts.grib_definition_packages)
+    if facts.grib_definition_dirs:
+        eccodes["environment"] = {"prepend_path": {
+            EXTRA_DEFINITION_PATH: ":".join(facts.grib_definition_dirs)}}
+    config["eccodes"] = eccodes
+    text = yaml.safe_dump(config, sort_keys=False, default_flow_style=False, width=100)
+    pad = " " * indent
+    comment = (f"{pad}# sites/{facts.name}.yaml grib_definitions: searched before ecCodes' "
+               "own definitions\n")
+    return "\n" + comment + "".join(pad + line for line in text.splitlines(keepends=True)
+                                     ).rstrip("\n")
+
+
 def _environment():
     import jinja2
 
@@ -96,6 +136,7 @@ def _environment():
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False)
     env.filters["version"] = _version
+    env.globals["eccodes_modules"] = eccodes_modules
     return env
 
 
