@@ -3,9 +3,14 @@ ecCodes: recorded twice from the same build they are the same to well inside the
 a real CPU regression in FDB's archive path (tests/support/counts/archive_slowdown.c,
 LD_PRELOAD'ed: a busy loop before every fdb5::FDB::archive(key, ...)) of 2% fails the
 check, naming the function that grew, and so do 0.5% and 0.2% (the band is 0.1%); one
-more fdatasync a flush fails on the sync counts; bad input is one line."""
+more fdatasync a flush fails on the sync counts; ecCodes decoding each message twice
+(tests/support/counts/decode_twice.c) fails grib-decode's instructions, naming the decoder's
+functions that grew, and leaves grib_get_data's output as it was; FDB expanding each key
+against its schema twice (tests/support/counts/expand_twice.cc) fails the key path's
+instructions and archives the same fields; bad input is one line."""
 import os
 import platform
+import re
 import shutil
 import subprocess
 
@@ -13,17 +18,22 @@ import pytest
 import yaml
 
 from iostack.core import paths
+from iostack.deployment import fdbconfig
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("cmake", "g++", "gcc", "valgrind", "callgrind_annotate",
-                                      "strace", "grib_filter", "grib_get_data", "codes_info"))
+                                      "strace", "grib_filter", "grib_get_data", "codes_info",
+                                      "fdb-list"))
     or platform.machine() != "x86_64",
     reason="needs CMake, g++, valgrind, strace, FDB and ecCodes' tools, on x86_64 (the "
            "injected loop is x86 assembly)")
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 SHIM = paths.REPO / "tests" / "support" / "counts" / "archive_slowdown.c"
+DECODE_SHIM = paths.REPO / "tests" / "support" / "counts" / "decode_twice.c"
+EXPAND_SHIM = paths.REPO / "tests" / "support" / "counts" / "expand_twice.cc"
 KEY = "fdb-archive-key"
+DECODE = "grib-decode"
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +131,116 @@ def test_one_more_fdatasync_a_flush_fails_on_the_sync_counts(bench, recorded, sl
     # of the directory too
     assert {"syncs", "syscall fdatasync", "syscall openat", "syscall close"} <= set(moved)
     assert f"per field {syncs + 0.25:,.2f} against {syncs:,.2f}" in moved["syscall fdatasync"]
+
+
+@pytest.fixture(scope="module")
+def decode_twice(tmp_path_factory):
+    out = tmp_path_factory.mktemp("shim") / "decode_twice.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", out, DECODE_SHIM, "-ldl"], check=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def decode_recorded(bench, tmp_path_factory):
+    """grib-decode's references (ecCodes' grib_get_data: the bench is named, not run)."""
+    ref = tmp_path_factory.mktemp("refs") / "debian-decode.yaml"
+    p = counts("record", "--bench", bench, "--references", ref, "--runs", 2, "--workload", DECODE)
+    assert p.returncode == 0, p.stderr
+    return ref, yaml.safe_load(ref.read_text())
+
+
+def test_ecCodes_decoding_each_message_twice_fails_and_names_the_functions(
+        bench, decode_recorded, decode_twice, tmp_path):
+    ref, data = decode_recorded
+    functions = data["workloads"][DECODE]["functions"]
+    injected = {"LD_PRELOAD": str(decode_twice), "IOSTACK_INJECT_DECODE_TWICE": "1"}
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", DECODE,
+               "--keep", tmp_path, env=injected)
+    assert p.returncode == 1
+    assert p.stderr.splitlines() == [f"iostack: error: 1 work count(s) moved beyond their "
+                                     f"band against {ref}"]
+    # the instructions alone: the second decode is in memory, no call or byte more
+    (moved,) = [line for line in p.stdout.splitlines() if line.startswith("MOVED")]
+    assert moved.startswith(f"MOVED {DECODE}: instructions per field ")
+    change = float(moved.split("(")[1].split("%")[0]) / 100
+    # the second decode costs what the first does: +98.45% measured (Debian's ecCodes 2.28,
+    # 1,365,048 instructions a field, 2,708,909 decoded twice)
+    assert 0.9 < change < 1.1
+    grew = re.findall(r"(\S.*?) \+([\d,]+)(?:, |$)", moved.split("; grew: ")[1])
+    # the decoder's busiest functions (grib_find_action_file, grib_keys_hash_get, _int_malloc
+    # there), each about doubled: grown by about its own reference
+    assert len(grew) == 3
+    for name, delta in grew:
+        assert 0.5 * functions[name] < int(delta.replace(",", "")) < 1.5 * functions[name]
+    # what the tool prints is the first decode's, unchanged
+    (fields,) = tmp_path.glob("check-*/fields-2.grib")
+    plain = subprocess.run(["grib_get_data", fields], capture_output=True, text=True, check=True)
+    twice = subprocess.run(["grib_get_data", fields], capture_output=True, text=True, check=True,
+                           env={**os.environ, **injected})
+    assert twice.stdout == plain.stdout and len(plain.stdout.splitlines()) > 37 * 72
+
+
+def test_the_decode_shim_without_its_variable_passes(bench, decode_recorded, decode_twice):
+    """The shim alone (loaded, grib_new_from_file interposed, no second decode) is not what
+    the gate catches: its function is outside the counted region."""
+    ref, _ = decode_recorded
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", DECODE,
+               env={"LD_PRELOAD": str(decode_twice)})
+    assert p.returncode == 0, p.stdout
+
+
+@pytest.fixture(scope="module")
+def expand_twice(tmp_path_factory):
+    """Built against Debian's FDB headers; without RTTI, so that the programs it is preloaded
+    into beside the bench (sh, valgrind's, strace) need no libfdb5 to load it."""
+    out = tmp_path_factory.mktemp("shim") / "expand_twice.so"
+    subprocess.run(["g++", "-O2", "-std=c++17", "-fno-rtti", "-shared", "-fPIC",
+                    "-I/usr/include/x86_64-linux-gnu", "-o", out, EXPAND_SHIM, "-ldl"],
+                   check=True)
+    return out
+
+
+def test_FDB_expanding_each_key_twice_fails_and_archives_the_same_fields(
+        bench, recorded, expand_twice, tmp_path):
+    ref, _ = recorded
+    injected = {"LD_PRELOAD": str(expand_twice), "IOSTACK_INJECT_EXPAND_TWICE": "1"}
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
+               "--keep", tmp_path, env=injected)
+    assert p.returncode == 1
+    # the instructions alone: not a byte, call or sync more
+    (moved,) = [line for line in p.stdout.splitlines() if line.startswith("MOVED")]
+    assert moved.startswith(f"MOVED {KEY}: instructions per field ")
+    change = float(moved.split("(")[1].split("%")[0]) / 100
+    # +25.14% measured (Debian's FDB 5.10.8: 337,287 instructions a field, 422,083 with
+    # the second expansion): the rules' matching is a quarter of the key path's work
+    assert 0.15 < change < 0.35
+    assert "; grew: " in moved
+    # the fields FDB holds, every entry (masked duplicates too), and their bytes read back
+    # (--verify, without the shim), are the same with the second expansion as without
+    (template,) = tmp_path.glob("check-*/template.grib")
+    schema = fdbconfig.find_schema(os.environ)
+    listings = []
+    for name, env in (("plain", {}), ("twice", injected)):
+        root, config = tmp_path / name, tmp_path / f"{name}.yaml"
+        fdbconfig.write(root, config, schema)
+        fdb = {"FDB5_CONFIG_FILE": str(config)}
+        for verify, preload in (([], env), (["--verify"], {})):   # written, then read back
+            run = subprocess.run([bench, "--template", template, "--path", "key", *verify,
+                                  "--nsteps", "2", "--nparams", "4"], capture_output=True,
+                                 text=True, env={**os.environ, **fdb, **preload}, timeout=300)
+            assert run.returncode == 0, run.stderr
+        listed = subprocess.run(["fdb-list", "--porcelain", "--full", "class=od,expver=0001"],
+                                capture_output=True, text=True, check=True,
+                                env={**os.environ, **fdb})
+        listings.append(sorted(line for line in listed.stdout.splitlines() if line.startswith("{")))
+    assert listings[0] == listings[1] and len(listings[0]) == 8
+
+
+def test_the_expand_shim_without_its_variable_passes(bench, recorded, expand_twice):
+    ref, _ = recorded
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
+               env={"LD_PRELOAD": str(expand_twice)})
+    assert p.returncode == 0, p.stdout
 
 
 @pytest.mark.parametrize("args,line", [
