@@ -230,3 +230,26 @@ def test_output_changes_no_norm_of_the_model(tmp_path):
     no_output = write_run(tmp_path / "none", text.replace("FULL-POS SPNORMS\n", ""), {})
     grib = write_run(tmp_path / "grib", text, {})
     assert idealised.same_norms([no_output, grib]) == (True, "")
+
+
+def test_by_mode_reruns_must_agree_and_modes_are_only_compared(tmp_path, capsys):
+    """`figures --by-mode`: each mode's reruns must print the same norms (else exit 1); a
+    difference between modes is said, naming where, and does not fail."""
+    text = (REAL / "hs_t21l19.NORMS").read_text()
+    other = text.replace("0.218514877319336E+03", "0.218514877319339E+03", 1)
+    runs = tmp_path / "runs.txt"
+    runs.write_text("")
+    dirs = [write_run(tmp_path / "none-1", other, {}), write_run(tmp_path / "none-2", other, {}),
+            write_run(tmp_path / "grib-1", text, {}), write_run(tmp_path / "grib-2", text, {})]
+    rc = idealised.main(["figures", str(runs), "--by-mode", "--norms-of", *map(str, dirs)])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out[:2] == ["oifs-idealised: norms mode=none runs=2 RESULT=IDENTICAL",
+                       "oifs-idealised: norms mode=grib runs=2 RESULT=IDENTICAL"]
+    assert out[2].startswith("oifs-idealised: norms across-modes none grib RESULT=DIFFERENT ")
+    assert "norms block 8 (step 5), field TEMPERATURE (row AVE)" in out[2]
+    write_run(tmp_path / "grib-3", other, {})
+    rc = idealised.main(["figures", str(runs), "--by-mode", "--norms-of",
+                         *map(str, dirs), str(tmp_path / "grib-3")])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1 and out[1].startswith("oifs-idealised: norms mode=grib runs=3 RESULT=DIFFERENT")

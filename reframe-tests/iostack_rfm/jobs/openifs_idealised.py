@@ -403,6 +403,9 @@ def main(argv=None) -> int:
     g = sub.add_parser("figures", help="medians, spreads, shares and identities of the runs")
     g.add_argument("runs", type=pathlib.Path)
     g.add_argument("--norms-of", nargs="*", type=pathlib.Path, default=[])
+    g.add_argument("--by-mode", action="store_true",
+                   help="--norms-of: each mode's runs (MODE-REP directories) compared among "
+                        "themselves, the modes with each other said only")
     g.add_argument("--same-output", nargs="*", type=pathlib.Path, default=[])
     args = ap.parse_args(argv)
     try:
@@ -422,7 +425,23 @@ def main(argv=None) -> int:
         ok = True
         for line in figures(read_runs(args.runs.read_text())):
             print(f"oifs-idealised: {line}")
-        if args.norms_of:
+        if args.norms_of and args.by_mode:
+            # reruns of a mode must print the same norms; between modes it is said, not
+            # required (at TL159 the output runs' divergence norm differs from the
+            # no-output runs' in its 9th digit from step 1)
+            modes: dict[str, list[pathlib.Path]] = {}
+            for d in args.norms_of:
+                modes.setdefault(d.name.split("-")[0], []).append(d)
+            for mode, dirs in modes.items():
+                same, why = same_norms(dirs)
+                ok &= same
+                print(f"oifs-idealised: norms mode={mode} runs={len(dirs)} RESULT="
+                      + ("IDENTICAL" if same else f"DIFFERENT {why}"))
+            if len(modes) > 1:
+                same, why = same_norms([dirs[0] for dirs in modes.values()])
+                print(f"oifs-idealised: norms across-modes {' '.join(modes)} RESULT="
+                      + ("IDENTICAL" if same else f"DIFFERENT {why}"))
+        elif args.norms_of:
             same, why = same_norms(args.norms_of)
             ok &= same
             print(f"oifs-idealised: norms runs={len(args.norms_of)} RESULT="
