@@ -154,6 +154,11 @@ class OpenifsIdealisedCheck(AppCheck):
             'OMP_NUM_THREADS': str(self.threads),
             # ifs-test's t21 settings: the model's OpenMP regions need more than the default stack
             'OMP_STACKSIZE': '64M',
+            # the stack's OpenBLAS is built with pthreads: left to itself it starts a thread
+            # per core inside each of the model's OpenMP threads, and with 2 threads a rank
+            # its split changed the norms from step 1 (1x2 against 1x1; with this, from step
+            # 3). Ranks of one thread print the same norms either way.
+            'OPENBLAS_NUM_THREADS': '1',
         })
         self.prerun_cmds = [
             # ecCodes' IFS samples, as ifs-test's ifs_env sets them for ifsMASTER's encoding
