@@ -60,12 +60,18 @@ def counts(*args, env=None):
     return p
 
 
-@pytest.fixture(scope="module")
-def recorded(bench, tmp_path_factory):
-    ref = tmp_path_factory.mktemp("refs") / "debian.yaml"
-    p = counts("record", "--bench", bench, "--references", ref, "--runs", 2, "--workload", KEY)
+def record(bench, tmp_path_factory, name, workload):
+    """References of one workload recorded in the test (2 runs): (file, its content)."""
+    ref = tmp_path_factory.mktemp("refs") / name
+    p = counts("record", "--bench", bench, "--references", ref, "--runs", 2,
+               "--workload", workload)
     assert p.returncode == 0, p.stderr
     return ref, yaml.safe_load(ref.read_text())
+
+
+@pytest.fixture(scope="module")
+def recorded(bench, tmp_path_factory):
+    return record(bench, tmp_path_factory, "debian.yaml", KEY)
 
 
 def test_two_runs_of_the_same_build_count_the_same(recorded):
@@ -143,10 +149,7 @@ def decode_twice(tmp_path_factory):
 @pytest.fixture(scope="module")
 def decode_recorded(bench, tmp_path_factory):
     """grib-decode's references (ecCodes' grib_get_data: the bench is named, not run)."""
-    ref = tmp_path_factory.mktemp("refs") / "debian-decode.yaml"
-    p = counts("record", "--bench", bench, "--references", ref, "--runs", 2, "--workload", DECODE)
-    assert p.returncode == 0, p.stderr
-    return ref, yaml.safe_load(ref.read_text())
+    return record(bench, tmp_path_factory, "debian-decode.yaml", DECODE)
 
 
 def test_ecCodes_decoding_each_message_twice_fails_and_names_the_functions(
