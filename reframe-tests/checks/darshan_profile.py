@@ -9,7 +9,8 @@ MPI-IO, STDIO): bytes, operations, syncs, time in I/O, and Darshan's overhead, t
 the medians of its profiled and plain runs minus one.
 
 Sanity holds the profile to the truth it must show: IOR's POSIX bytes are exactly its
-ranks x block; FDB's and NetCDF's are at least the data they were given; and Darshan's
+ranks x block; FDB's and NetCDF's are at least the data they were given, OpenIFS's at least
+its GRIB files' bytes (Held-Suarez T21, where the release has OpenIFS); and Darshan's
 operation counts are the same in every profiled run (they count a deterministic program's
 calls: a count that moves between runs would be no use as a gate).
 """
@@ -33,6 +34,8 @@ PRELOAD = ('env LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so '
 # fdb-archive-bench's fields: steps x members x params, of a T159 template (as the
 # throughput check's smallest)
 FDB_FIELDS, FDB_GRID = (2, 2, 2), (101, 200)
+# OpenIFS's smoke case (checks/openifs_idealised.py): seconds, 25 hourly GRIB files
+OIFS_CASE = 'hs_t21l19'
 
 
 @rfm.simple_test
@@ -41,7 +44,7 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     valid_systems = ['+fdb']
     valid_prog_environs = ['+darshan-runtime']
     app_features = ['darshan-runtime']
-    program = parameter(['ior', 'fdb-archive', 'netcdf-c', 'pnetcdf'])
+    program = parameter(['ior', 'fdb-archive', 'netcdf-c', 'pnetcdf', 'openifs'])
     repeats = variable(int, value=3)
     num_tasks = 2
     # the job's own line runs on the batch host; MPI programs are its steps (mpi_command)
@@ -55,6 +58,9 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         # fdb-archive-bench is one process, like an FDB writer of the throughput check
         if self.program == 'fdb-archive':
             self.num_tasks = 1
+        # OpenIFS where the release has it (local/nwp): its environments carry +openifs
+        if self.program == 'openifs':
+            self.require_app_features(['openifs'])
 
     def _command(self, out):
         if self.program == 'ior':
@@ -64,6 +70,10 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             steps, members, params = FDB_FIELDS
             return (f'{{wrap}} fdb-archive-bench --path key --template template.grib '
                     f'--nsteps {steps} --members {members} --nparams {params}')
+        if self.program == 'openifs':
+            # Held-Suarez T21L19, a forecast day with hourly GRIB files, in its own directory
+            return (f'cd {out} && cp $OLDPWD/fort.4 . && {self.mpi_command()} {{wrap}} '
+                    '"$OIFS_EXEC"')
         library, mode = {'netcdf-c': ('netcdf', 'serial'), 'pnetcdf': ('pnetcdf', 'combined')}[
             self.program]
         return (f'{self.mpi_command()} {{wrap}} netcdf-output-bench --mode {mode} '
@@ -86,6 +96,17 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                 'level=1 first.grib template.grib',
                 'echo "template bytes=$(stat -c %s template.grib)"',
             ]
+        if self.program == 'openifs':
+            # as OpenifsIdealisedCheck runs it (checks/openifs_idealised.py)
+            self.env_vars.update({'OMP_NUM_THREADS': '1', 'OMP_STACKSIZE': '64M',
+                                  'OPENBLAS_NUM_THREADS': '1'})
+            self.prerun_cmds += [
+                'export GRIB_SAMPLES_PATH="$(dirname "$(codes_info -d)")/ifs_samples/'
+                'grib1_mlgrib2"',
+                f'python3 -m iostack_rfm.jobs.openifs_idealised fort4 {OIFS_CASE} grib '
+                f'--nproc {self.num_tasks} --groups '
+                '$OIFS_HOME/ifs-test/share/ifs_test/namelist --out fort.4',
+            ]
         for i in range(self.repeats):
             for kind, wrap, env in (('plain', '', ''), ('darshan', PRELOAD,
                                      f'{nonmpi}export DARSHAN_LOGFILE=$PWD/run-{i}.darshan; ')):
@@ -96,6 +117,10 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                     f'e=$(date +%s.%N); echo "run={kind} i={i} rc=$rc '
                     f'seconds=$(echo "$e - $s" | bc)" )',
                 ]
+                if self.program == 'openifs':
+                    # what the model wrote as output: its GRIB files' bytes
+                    self.prerun_cmds.append(
+                        f'echo "output bytes=$(cat {out}/ICM* | wc -c)"')
         self.prerun_cmds.append(f'rm -rf {out}')
         self.executable = 'bash'
         self.executable_opts = ['-c', "'for i in " + ' '.join(map(str, range(self.repeats)))
@@ -118,6 +143,8 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             steps, members, params = FDB_FIELDS
             return (sn.extractsingle(r'^template bytes=(\d+)$', self.stdout, 1, int)
                     * steps * members * params)
+        if self.program == 'openifs':
+            return sn.max(sn.extractall(r'^output bytes=(\d+)$', self.stdout, 1, int))
         return netcdf.expected_bytes(NETCDF_MODEL, NETCDF_DAYS)
 
     @sanity_function

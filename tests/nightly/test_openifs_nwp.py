@@ -1,8 +1,11 @@
 """OpenIFS 48r1.1.0 built offline from the source mirror: the local site's `nwp` environment
 deployed cold into a fresh root (over an hour of Fortran: CI only fetches its sources and
 concretizes it, tests/spack/test_spack_openifs.py). ifsMASTER must be built and resolve
-every library it links, `module load openifs-env` must give it to users, and OpenifsCheck
-must skip, in one line, where the site has none of ifs-test's data (nothing downloads)."""
+every library it links, `module load openifs-env` must give it to users, OpenifsCheck
+must skip, in one line, where the site has none of ifs-test's data (nothing downloads), and
+the idealised forecasts, which need none, must run: OpenifsIdealisedCheck's `fdb` variant of
+every case (no output, GRIB files and FDB, 3 repeats each) through the nightly."""
+import json
 import os
 import re
 import subprocess
@@ -75,3 +78,40 @@ def test_openifs_check_without_data_skips_in_one_line(nwp_deploy, tmp_path):
     skips = re.findall(r"^\[ +SKIP \] \(\d/3\) OpenifsCheck %case=\w+ .*? \[(.*)\]$", out, re.M)
     assert len(skips) == 3 and len(set(skips)) == 1, out[-3000:]
     assert skips[0].startswith(f"no OpenIFS test data in {tmp_path}: it needs ifs-test")
+
+
+#: the cases run (the `fdb` variant runs every output mode); the environment variable
+#: narrows them for a quick look by hand (IOSTACK_OIFS_CASES=hs_t21l19)
+CASES = os.environ.get("IOSTACK_OIFS_CASES", "hs_t21l19,hs_tl159l31,dcmip161_tl159l31").split(",")
+
+
+def test_idealised_forecasts_run_and_fdb_holds_the_grib_files_fields(nwp_deploy, timings):
+    root, release = nwp_deploy
+    assert iostack("switch", "--site", "local", "--root", root, release.name,
+                   "--force")[0].returncode == 0
+    # ReFrame 4.10 matches `%output=fdb` alone against nothing: name both parameters
+    selection = [a for case in CASES
+                 for a in ("-n", f"OpenifsIdealisedCheck%case={case}%output=fdb")]
+    p, seconds = iostack("nightly", "--site", "local", "--root", root, "--", *selection)
+    timings[f"OpenifsIdealisedCheck, fdb variants ({', '.join(CASES)})"] = seconds
+    (report,) = [line.removeprefix("iostack: ReFrame report: ") for line in
+                 p.stdout.splitlines() if line.startswith("iostack: ReFrame report: ")]
+    cases = {}
+    for run in json.loads(open(report).read())["runs"]:
+        for tc in run["testcases"]:
+            cases[tc["name"]] = tc
+    assert {n: tc["result"] for n, tc in cases.items()} == {n: "pass" for n in cases}, \
+        {n: tc.get("fail_reason") for n, tc in cases.items()}
+    assert p.returncode == 0
+    ran = {re.search(r"%case=(\w+)", n).group(1) for n in cases if "%output=fdb" in n}
+    assert ran == set(CASES)
+    for tc in cases.values():
+        values = {k.split(":")[-1]: v[0] for k, v in tc["perfvalues"].items()}
+        # a forecast day with every field in FDB equal to the GRIB file's: T21L19 175 an
+        # hour over 25 hours, TL159L31 235 over 25
+        per_hour = 175 if "t21l19" in tc["name"] else 235
+        assert values["messages_compared"] == 25 * per_hour
+        assert values["days_per_day_none"] > values["days_per_day"] > 0
+        figures = open(os.path.join(tc["outputdir"], "figures.out")).read()
+        for mode in ("none", "grib", "fdb"):
+            assert f"oifs-idealised: norms mode={mode} runs=3 RESULT=IDENTICAL" in figures
