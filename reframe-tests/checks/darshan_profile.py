@@ -9,11 +9,11 @@ MPI-IO, STDIO): bytes, operations, syncs, time in I/O, and Darshan's overhead, t
 the medians of its profiled and plain runs minus one.
 
 Sanity holds the profile to the truth it must show: IOR's POSIX bytes are exactly its
-ranks x block; FDB's and NetCDF's are at least the data they were given, OpenIFS's STDIO
-bytes at least its GRIB files' (Held-Suarez T21, where the release has OpenIFS: the IFS's
-CIO writes them with fwrite); and Darshan's
-operation counts are the same in every profiled run (they count a deterministic program's
-calls: a count that moves between runs would be no use as a gate).
+ranks x block; FDB's, MultIO's (multio-hammer into FDB) and NetCDF's are at least the data
+they were given; OpenIFS's STDIO bytes at least its GRIB files' (Held-Suarez T21, where the
+release has OpenIFS: the IFS's CIO writes them with fwrite); and Darshan's operation counts
+are the same in every profiled run (they count a deterministic program's calls: a count
+that moves between runs would be no use as a gate).
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -35,6 +35,8 @@ PRELOAD = ('env LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so '
 # fdb-archive-bench's fields: steps x members x params, of a T159 template (as the
 # throughput check's smallest)
 FDB_FIELDS, FDB_GRID = (2, 2, 2), (101, 200)
+# multio-hammer's fields: steps x surface parameters of the same template
+MULTIO_STEPS, MULTIO_PARAMS = 2, 4
 # OpenIFS's smoke case (checks/openifs_idealised.py): seconds, 25 hourly GRIB files
 OIFS_CASE = 'hs_t21l19'
 
@@ -45,7 +47,7 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     valid_systems = ['+fdb']
     valid_prog_environs = ['+darshan-runtime']
     app_features = ['darshan-runtime']
-    program = parameter(['ior', 'fdb-archive', 'netcdf-c', 'pnetcdf', 'openifs'])
+    program = parameter(['ior', 'fdb-archive', 'multio', 'netcdf-c', 'pnetcdf', 'openifs'])
     repeats = variable(int, value=3)
     num_tasks = 2
     # the job's own line runs on the batch host; MPI programs are its steps (mpi_command)
@@ -57,8 +59,11 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     @run_after('init')
     def serial_programs(self):
         # fdb-archive-bench is one process, like an FDB writer of the throughput check
-        if self.program == 'fdb-archive':
+        if self.program in ('fdb-archive', 'multio'):
             self.num_tasks = 1
+        # MultIO's load generator where the stack has MultIO
+        if self.program == 'multio':
+            self.require_app_features(['multio'])
         # OpenIFS where the release has it (local/nwp): its environments carry +openifs
         if self.program == 'openifs':
             self.require_app_features(['openifs'])
@@ -71,6 +76,15 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             steps, members, params = FDB_FIELDS
             return (f'{{wrap}} fdb-archive-bench --path key --template template.grib '
                     f'--nsteps {steps} --members {members} --nparams {params}')
+        if self.program == 'multio':
+            # multio-hammer (transport none: its plan's Sink archives into FDB in-process),
+            # a flush per step, the FDB check's template as every field
+            # from a directory of its own that Darshan leaves out: each plan appends its
+            # timings to multio-<host>-<pid>.log there (MultIO 1.5.1 always does), whose
+            # length varies, and Darshan's byte count would vary with it
+            return ('mkdir -p mlog && cd mlog && {wrap} DARSHAN_EXCLUDE_DIRS=$PWD multio-hammer '
+                    f'--config=$OLDPWD/multio-hammer.yaml --nbsteps={MULTIO_STEPS} --nblevels=1 '
+                    '--member=1 $OLDPWD/template.grib')
         if self.program == 'openifs':
             # Held-Suarez T21L19, a forecast day with hourly GRIB files, in its own directory
             return (f'cd {out} && cp $OLDPWD/fort.4 . && {self.mpi_command()} {{wrap}} '
@@ -86,7 +100,7 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         out = f'{self.io_dir()}/darshan-{self.program}'
         nonmpi = 'export DARSHAN_ENABLE_NONMPI=1; ' if self.num_tasks == 1 else ''
         self.prerun_cmds = []
-        if self.program == 'fdb-archive':
+        if self.program in ('fdb-archive', 'multio'):
             # an FDB of the job's own, and one ensemble-member field as the template
             self.env_vars['FDB5_CONFIG_FILE'] = '$PWD/fdb-config.yaml'
             self.prerun_cmds += [
@@ -97,6 +111,9 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                 'level=1 first.grib template.grib',
                 'echo "template bytes=$(stat -c %s template.grib)"',
             ]
+        if self.program == 'multio':
+            self.prerun_cmds.append('python3 -m iostack_rfm.jobs.multio hammer-config '
+                                    f'multio-hammer.yaml --params {MULTIO_PARAMS}')
         if self.program == 'openifs':
             # as OpenifsIdealisedCheck runs it (checks/openifs_idealised.py)
             self.env_vars.update({'OMP_NUM_THREADS': '1', 'OMP_STACKSIZE': '64M',
@@ -146,6 +163,9 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                     * steps * members * params)
         if self.program == 'openifs':
             return sn.max(sn.extractall(r'^output bytes=(\d+)$', self.stdout, 1, int))
+        if self.program == 'multio':
+            return (sn.extractsingle(r'^template bytes=(\d+)$', self.stdout, 1, int)
+                    * MULTIO_STEPS * MULTIO_PARAMS)
         return netcdf.expected_bytes(NETCDF_MODEL, NETCDF_DAYS)
 
     @sanity_function
