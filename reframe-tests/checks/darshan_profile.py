@@ -13,13 +13,24 @@ ranks x block; FDB's, MultIO's (multio-hammer into FDB) and NetCDF's are at leas
 they were given; OpenIFS's STDIO bytes at least its GRIB files' (Held-Suarez T21, where the
 release has OpenIFS: the IFS's CIO writes them with fwrite); and Darshan's operation counts
 are the same in every profiled run (they count a deterministic program's calls: a count
-that moves between runs would be no use as a gate).
+that moves between runs would be no use as a gate). Those operation counts (writes, reads,
+opens, syncs; darshan.GATED) are then held exactly to the ones recorded for the build
+(references/counts/darshan-<site>.yaml, keyed by the program's and darshan-runtime's
+hashes): an extra write or sync is a regression, named with both counts; a build with none
+recorded fails with the command that records them (`-S DarshanProfileCheck.record_counts=yes`).
+Bytes are shown, not held: a log with times in it writes a few bytes more or fewer.
 """
+import json
+import pathlib
+
 import reframe as rfm
 import reframe.utility.sanity as sn
+import yaml
+from reframe.core.exceptions import SanityError
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 
+from iostack_rfm import context
 from iostack_rfm.base import IostackMixin, median, parsed
 from iostack_rfm.parsers import darshan, netcdf
 
@@ -30,7 +41,8 @@ NETCDF_MODEL, NETCDF_DAYS = 'inmcm6p', 1
 # not profiled); DARSHAN_LOGFILE names the one log (rank 0 writes it at MPI_Finalize; a
 # serial program at exit). Darshan leaves out /var/, /usr/, /etc/ ... by default: a stage
 # under /var/tmp would show no I/O at all (DARSHAN_EXCLUDE_DIRS=none: nothing left out).
-PRELOAD = ('env LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so '
+# A preload the job already has stays, after Darshan's (a tool's, or a test's injection).
+PRELOAD = ('env LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so${LD_PRELOAD:+:$LD_PRELOAD} '
            'DARSHAN_EXCLUDE_DIRS=none')
 # fdb-archive-bench's fields: steps x members x params, of a T159 template (as the
 # throughput check's smallest)
@@ -39,6 +51,25 @@ FDB_FIELDS, FDB_GRID = (2, 2, 2), (101, 200)
 MULTIO_STEPS, MULTIO_PARAMS = 2, 4
 # OpenIFS's smoke case (checks/openifs_idealised.py): seconds, 25 hourly GRIB files
 OIFS_CASE = 'hs_t21l19'
+#: the package whose build (with its dependencies) decides a program's operation counts
+PACKAGE = {'ior': 'ior', 'fdb-archive': 'fdb-archive-bench', 'multio': 'multio',
+           'netcdf-c': 'netcdf-output-bench', 'pnetcdf': 'netcdf-output-bench',
+           'openifs': 'openifs'}
+#: Darshan's operation counts per program of each site's build (darshan.GATED)
+COUNT_REFERENCES = pathlib.Path(__file__).resolve().parents[1] / 'references' / 'counts'
+
+
+def build_of(lock: pathlib.Path | None, program: str) -> str | None:
+    """`<package>/<hash7> darshan-runtime/<hash7>` of the release's lock: what a program's
+    counts were recorded for; None without a lock or the package."""
+    if lock is None:
+        return None
+    specs = json.loads(lock.read_text())['concrete_specs']
+    found = {s['name']: h[:7] for h, s in specs.items()}
+    names = (PACKAGE[program], 'darshan-runtime')
+    if not all(n in found for n in names):
+        return None
+    return ' '.join(f'{n}/{found[n]}' for n in names)
 
 
 @rfm.simple_test
@@ -54,6 +85,9 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     steps_job = True
     #: IOR's block per rank
     ior_block_mib = variable(int, value=8)
+    #: record this run's operation counts as the build's references instead of judging
+    #: them (`-S DarshanProfileCheck.record_counts=yes`; then commit references/counts/)
+    record_counts = variable(str, value='')
     tags = {'darshan', 'profile', 'nightly'}
 
     @run_after('init')
@@ -180,6 +214,8 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             sn.assert_eq(parsed(darshan.counts_differ, *self._profiles()), [],
                          msg="Darshan's counts differ between runs: {0}"),
         ]
+        if not self.record_counts:
+            checks.append(self._counts_as_recorded())
         if self.program == 'ior':
             checks.append(sn.assert_eq(written, self.expected_min_bytes()))
         elif self.program == 'pnetcdf':
@@ -194,6 +230,44 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         else:
             checks.append(sn.assert_ge(written, self.expected_min_bytes()))
         return sn.all(checks)
+
+    def _references_file(self) -> pathlib.Path:
+        return COUNT_REFERENCES / f'darshan-{context.site_of(self.current_partition)}.yaml'
+
+    @sn.deferrable
+    def _counts_as_recorded(self):
+        """The build's recorded operation counts, exactly: an extra write, read, open or
+        sync is a regression (darshan.GATED)."""
+        path, build = self._references_file(), build_of(context.release_lock(), self.program)
+        recorded = (yaml.safe_load(path.read_text()) if path.is_file() else {}) or {}
+        entry = recorded.get(self.program) or {}
+        record = (f'record them: bin/iostack nightly -- -n "DarshanProfileCheck%program='
+                  f'{self.program}" -S DarshanProfileCheck.record_counts=yes, then commit '
+                  f'reframe-tests/references/counts/{path.name}')
+        if entry.get('build') != build:
+            raise SanityError(f'no Darshan counts of {self.program} for this build ({build}; '
+                              f'{path.name} has {entry.get("build")}): {record}')
+        with open(f'{self.stagedir}/{self._profiles()[0]}') as f:
+            moves = darshan.moved(entry['counts'], f.read())
+        if moves:
+            raise SanityError(f"Darshan's counts of {self.program} moved from {path.name}: "
+                              + '; '.join(moves))
+        return True
+
+    @run_after('sanity')
+    def write_counts(self):
+        if not self.record_counts:
+            return
+        path = self._references_file()
+        recorded = (yaml.safe_load(path.read_text()) if path.is_file() else {}) or {}
+        with open(f'{self.stagedir}/{self._profiles()[0]}') as f:
+            recorded[self.program] = {'build': build_of(context.release_lock(), self.program),
+                                      'counts': darshan.gated(f.read())}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('# Darshan\'s operation counts per program of DarshanProfileCheck, one run, '
+                        'for the build named\n# (checks/darshan_profile.py; '
+                        '-S DarshanProfileCheck.record_counts=yes writes them)\n'
+                        + yaml.safe_dump(dict(sorted(recorded.items())), sort_keys=True))
 
     @run_before('performance')
     def set_perf_variables(self):

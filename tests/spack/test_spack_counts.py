@@ -132,3 +132,32 @@ def test_the_nightlys_counts_check_fails_on_an_injected_2_percent_naming_it(
     assert "grib-encode" not in reason and "netcdf-serial" not in reason
     # a failed night stores no performance values (ReFrame skips that stage): the clean
     # night's test above shows them
+
+
+def test_darshans_operation_counts_are_held_to_the_builds_and_an_extra_sync_fails(
+        local_deploy, tmp_path, timings):
+    """DarshanProfileCheck's fdb-archive-bench case as the nightly runs it: its operation
+    counts equal the committed ones of this build (references/counts/darshan-local.yaml);
+    with one more fdatasync after every flush (the shim's IOSTACK_INJECT_SYNC, preloaded
+    beside Darshan) the check fails, naming the syncs that moved."""
+    from iostack.regression import results
+
+    root, _ = local_deploy
+    select = ["--", "-n", "DarshanProfileCheck%program=fdb-archive"]
+    run = iostack("nightly", "--site", "local", "--root", root, *select)
+    timings["DarshanProfileCheck fdb-archive, against the build's counts"] = run.seconds
+    assert run.returncode == 0, run.output
+    shim = tmp_path / "archive_slowdown.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, SHIM, "-ldl"], check=True)
+    run = iostack("nightly", "--site", "local", "--root", root, *select,
+                  env={"LD_PRELOAD": str(shim), "IOSTACK_INJECT_SYNC": "1"})
+    timings["DarshanProfileCheck fdb-archive, one more sync a flush"] = run.seconds
+    assert run.returncode != 0
+    reports = results.run_reports(root / "current" / "reframe")
+    (tc,) = results.last_attempts(results.read_report(reports[-1])).values()
+    reason = tc["fail_reason"]
+    recorded = yaml.safe_load((paths.REFRAME_DIR / "references" / "counts" /
+                               "darshan-local.yaml").read_text())["fdb-archive"]["counts"]
+    assert "Darshan's counts of fdb-archive moved from darshan-local.yaml" in reason, reason
+    synced = int(reason.split("posix_syncs: ")[1].split()[0])
+    assert synced > recorded["posix_syncs"]

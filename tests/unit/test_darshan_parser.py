@@ -32,3 +32,22 @@ def test_times_may_differ_between_runs():
 def test_output_with_no_totals_is_a_clear_error():
     with pytest.raises(ValueError, match="printed no totals"):
         darshan.profile("# darshan log version: 3.41\n")
+
+
+def test_bytes_may_differ_between_runs_operations_may_not():
+    """A log with times in it writes a byte more or fewer on a loaded node: only the
+    operation counts are held to be the same."""
+    longer = DD.replace("total_POSIX_BYTES_WRITTEN: 12288", "total_POSIX_BYTES_WRITTEN: 12289")
+    assert longer != DD and darshan.counts_differ(DD, longer) == []
+
+
+def test_a_builds_recorded_counts_are_held_exactly_and_each_move_is_named():
+    recorded = darshan.gated(DD)
+    assert recorded == {"posix_writes": 3, "posix_reads": 0, "posix_opens": 2,
+                        "posix_syncs": 1, "mpiio_writes": 0, "stdio_writes": 0}
+    assert darshan.moved(recorded, DD) == []
+    extra_sync = DD.replace("total_POSIX_FSYNCS: 1", "total_POSIX_FSYNCS: 2")
+    assert extra_sync != DD
+    assert darshan.moved(recorded, extra_sync) == ["posix_syncs: 2 against 1"]
+    # a count the reference lacks counts from 0
+    assert darshan.moved({**recorded, "posix_writes": 0}, DD) == ["posix_writes: 3 against 0"]
