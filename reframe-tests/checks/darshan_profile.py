@@ -4,9 +4,10 @@ Each case runs one of the stack's I/O programs on a small workload `repeats` tim
 and `repeats` times under the release's darshan-runtime, interleaved (plain, profiled, plain,
 ...), at the same durability. A profiled run preloads libdarshan.so into each rank through `env`
 (the launcher itself is never profiled) and writes one log;
-darshan-util's `darshan-parser --total` reads it. The case reports, per module (POSIX,
-MPI-IO, STDIO): bytes, operations, syncs, time in I/O, and Darshan's overhead, the ratio of
-the medians of its profiled and plain runs minus one.
+darshan-util's `darshan-parser --total --file` reads it. The case reports, per module
+(POSIX, MPI-IO, STDIO): bytes, operations, syncs, time in I/O, files touched and written,
+POSIX writes by size (Darshan's buckets), and Darshan's overhead, the ratio of the medians
+of its profiled and plain runs minus one.
 
 Sanity holds the profile to the truth it must show: IOR's POSIX bytes are exactly its
 ranks x block; FDB's, MultIO's (multio-hammer into FDB) and NetCDF's are at least the data
@@ -176,7 +177,7 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         self.prerun_cmds.append(f'rm -rf {out}')
         self.executable = 'bash'
         self.executable_opts = ['-c', "'for i in " + ' '.join(map(str, range(self.repeats)))
-                                + '; do darshan-parser --total run-$i.darshan > '
+                                + '; do darshan-parser --total --file run-$i.darshan > '
                                 'profile-$i.txt || exit 1; done\'']
         self.keep_files = [f'profile-{i}.txt' for i in range(self.repeats)]
 
@@ -272,10 +273,11 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     @run_before('performance')
     def set_perf_variables(self):
         first = self._profiles()[0]
-        for name in darshan.PROFILE:
+        for name in (*darshan.PROFILE, *darshan.FILES):
+            unit = ('s' if name.endswith('seconds') else 'B' if 'bytes' in name else
+                    'files' if 'files' in name else 'ops')
             self.perf_variables[name] = sn.make_performance_function(
-                parsed(darshan.figure, first, name=name),
-                's' if name.endswith('seconds') else ('B' if 'bytes' in name else 'ops'))
+                parsed(darshan.figure, first, name=name), unit)
 
     @performance_function('s')
     def plain_seconds(self):

@@ -51,3 +51,19 @@ def test_a_builds_recorded_counts_are_held_exactly_and_each_move_is_named():
     assert darshan.moved(recorded, extra_sync) == ["posix_syncs: 2 against 1"]
     # a count the reference lacks counts from 0
     assert darshan.moved({**recorded, "posix_writes": 0}, DD) == ["posix_writes: 3 against 0"]
+
+
+COPY = (pathlib.Path(__file__).parents[1] / "data" / "darshan"
+        / "dd-copy-bs100.total-file.txt").read_text()
+
+
+def test_access_sizes_and_files_of_a_real_copy():
+    p = darshan.profile(COPY)
+    assert p["posix_writes"] == 123 and p["posix_reads"] == 124
+    assert p["posix_bytes_written"] == 12288
+    # 122 writes of 100 bytes and one of 88: all in Darshan's 0-100 bucket
+    assert p["posix_writes_sized_0_100"] == 123 and p["posix_writes_sized_100_1k"] == 0
+    assert (p["posix_files"], p["posix_files_written"]) == (2, 1)
+    assert p["stdio_files"] == 0 and p["mpiio_files"] == 0
+    # without --file's lines the files count 0 (what a --total-only profile gave)
+    assert darshan.profile(DD)["posix_files"] == 0

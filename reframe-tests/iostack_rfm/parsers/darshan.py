@@ -1,6 +1,7 @@
-"""Darshan's I/O profile of one program run, as darshan-util's `darshan-parser --total`
-prints it (`total_<MODULE>_<COUNTER>: <value>`, one line per counter summed over the log's
-files; Darshan's own documented output, not its binary log). Standard library only."""
+"""Darshan's I/O profile of one program run, as darshan-util's `darshan-parser --total
+--file` prints it (`total_<MODULE>_<COUNTER>: <value>`, one line per counter summed over the
+log's files, and per module the files by kind of access, `# total: <files> <bytes>
+<offset>`; Darshan's own documented output, not its binary log). Standard library only."""
 import re
 
 _TOTAL = re.compile(r'^total_([A-Z0-9]+_[A-Z0-9_]+):\s+(-?[0-9.e+-]+)$', re.MULTILINE)
@@ -20,7 +21,15 @@ PROFILE = {
                      'MPIIO_NB_WRITES'),
     'stdio_bytes_written': ('STDIO_BYTES_WRITTEN',),
     'stdio_writes': ('STDIO_WRITES',),
+    # access sizes: POSIX writes by size, Darshan's own buckets (0-100 bytes, 100-1K, ...)
+    **{f'posix_writes_sized_{b.lower()}': (f'POSIX_SIZE_WRITE_{b}',) for b in (
+        '0_100', '100_1K', '1K_10K', '10K_100K', '100K_1M', '1M_4M', '4M_10M', '10M_100M',
+        '100M_1G', '1G_PLUS')},
 }
+#: files per module (`--file`): all it touched, and those written (write-only or read-write)
+FILES = tuple(f'{m}_{k}' for m in ('posix', 'mpiio', 'stdio') for k in ('files', 'files_written'))
+_MODULE = re.compile(r'^# ([\w-]+) module data$')
+_FILE_KIND = re.compile(r'^# (total|write_only|read_write): (\d+) \d+ -?\d+$')
 #: the operation counts: the same on every run of the same program and input, and what a
 #: build's references hold to exactly (an extra write or sync is a regression). Bytes are
 #: not among them: a log with times in it writes a few bytes more or fewer on a loaded node,
@@ -39,11 +48,24 @@ def totals(text: str) -> dict[str, float]:
     return found
 
 
+def files(text: str) -> dict[str, float]:
+    """FILES of one run, from `--file`'s per-module file counts (0 where it printed none)."""
+    out = dict.fromkeys(FILES, 0.0)
+    module = None
+    for line in text.splitlines():
+        if m := _MODULE.match(line):
+            module = m.group(1).lower().replace('-', '')   # MPI-IO: mpiio
+        elif (m := _FILE_KIND.match(line)) and f'{module}_files' in out:
+            key = f'{module}_files' if m.group(1) == 'total' else f'{module}_files_written'
+            out[key] += float(m.group(2))
+    return out
+
+
 def profile(text: str) -> dict[str, float]:
-    """PROFILE's figures of one run; a module the program did not use counts 0."""
+    """PROFILE's and FILES' figures of one run; a module the program did not use counts 0."""
     found = totals(text)
-    return {figure: sum(found.get(c, 0.0) for c in counters)
-            for figure, counters in PROFILE.items()}
+    return {**{figure: sum(found.get(c, 0.0) for c in counters)
+               for figure, counters in PROFILE.items()}, **files(text)}
 
 
 def figure(text: str, name: str) -> float:
