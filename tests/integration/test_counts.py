@@ -96,6 +96,16 @@ def test_the_same_build_passes_its_check(bench, recorded):
     assert p.stdout.splitlines()[-1] == "iostack: work counts within their bands (debian.yaml)"
 
 
+def one_move(p, ref, workload):
+    """The failed check's one MOVED line, that of `workload`'s instructions, and its change."""
+    assert p.returncode == 1
+    assert p.stderr.splitlines() == [f"iostack: error: 1 work count(s) moved beyond their "
+                                     f"band against {ref}"]
+    (moved,) = [line for line in p.stdout.splitlines() if line.startswith("MOVED")]
+    assert moved.startswith(f"MOVED {workload}: instructions per field ")
+    return moved, float(moved.split("(")[1].split("%")[0]) / 100
+
+
 # below 0.5%, instructions shifting between allocator and string functions (the shim's
 # library in the address space moves them by hundreds a field) can outgrow the loop's
 @pytest.mark.parametrize("fraction,named", [(0.02, True), (0.005, True), (0.002, False)])
@@ -106,12 +116,7 @@ def test_an_injected_cpu_regression_fails_and_names_the_function(bench, recorded
     added = int(fraction * per_field)
     p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
                env={"LD_PRELOAD": str(slowdown), "IOSTACK_INJECT_INSTRUCTIONS": str(added)})
-    assert p.returncode == 1
-    assert p.stderr.splitlines() == [f"iostack: error: 1 work count(s) moved beyond their "
-                                     f"band against {ref}"]
-    (moved,) = [line for line in p.stdout.splitlines() if line.startswith("MOVED")]
-    assert moved.startswith(f"MOVED {KEY}: instructions per field ")
-    change = float(moved.split("(")[1].split("%")[0]) / 100
+    moved, change = one_move(p, ref, KEY)
     assert abs(change - fraction) < 0.0005
     if named:
         assert "grew: iostack_injected_busy_loop +" in moved
@@ -159,13 +164,8 @@ def test_ecCodes_decoding_each_message_twice_fails_and_names_the_functions(
     injected = {"LD_PRELOAD": str(decode_twice), "IOSTACK_INJECT_DECODE_TWICE": "1"}
     p = counts("check", "--bench", bench, "--references", ref, "--workload", DECODE,
                "--keep", tmp_path, env=injected)
-    assert p.returncode == 1
-    assert p.stderr.splitlines() == [f"iostack: error: 1 work count(s) moved beyond their "
-                                     f"band against {ref}"]
     # the instructions alone: the second decode is in memory, no call or byte more
-    (moved,) = [line for line in p.stdout.splitlines() if line.startswith("MOVED")]
-    assert moved.startswith(f"MOVED {DECODE}: instructions per field ")
-    change = float(moved.split("(")[1].split("%")[0]) / 100
+    moved, change = one_move(p, ref, DECODE)
     # the second decode costs what the first does: +98.45% measured (Debian's ecCodes 2.28,
     # 1,365,048 instructions a field, 2,708,909 decoded twice)
     assert 0.9 < change < 1.1
@@ -209,11 +209,8 @@ def test_FDB_expanding_each_key_twice_fails_and_archives_the_same_fields(
     injected = {"LD_PRELOAD": str(expand_twice), "IOSTACK_INJECT_EXPAND_TWICE": "1"}
     p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
                "--keep", tmp_path, env=injected)
-    assert p.returncode == 1
     # the instructions alone: not a byte, call or sync more
-    (moved,) = [line for line in p.stdout.splitlines() if line.startswith("MOVED")]
-    assert moved.startswith(f"MOVED {KEY}: instructions per field ")
-    change = float(moved.split("(")[1].split("%")[0]) / 100
+    moved, change = one_move(p, ref, KEY)
     # +25.14% measured (Debian's FDB 5.10.8: 337,287 instructions a field, 422,083 with
     # the second expansion): the rules' matching is a quarter of the key path's work
     assert 0.15 < change < 0.35
