@@ -38,13 +38,16 @@ from iostack_rfm.parsers import darshan, netcdf
 MIB = 1 << 20
 # netcdf-output-bench's smallest workload (checks/netcdf_output.py 'small')
 NETCDF_MODEL, NETCDF_DAYS = 'inmcm6p', 1
+#: where what a program reads depends on the node, not on the program
+NODE_DIRS = '/proc,/sys,/dev'
 # Each rank runs the program with libdarshan.so preloaded (`env`, so the launcher itself is
 # not profiled); DARSHAN_LOGFILE names the one log (rank 0 writes it at MPI_Finalize; a
 # serial program at exit). Darshan leaves out /var/, /usr/, /etc/ ... by default: a stage
-# under /var/tmp would show no I/O at all (DARSHAN_EXCLUDE_DIRS=none: nothing left out).
+# under /var/tmp would show no I/O at all. It leaves out /proc, /sys and /dev only: what MPI's
+# hwloc reads there depends on the node's CPUs, and the counts must not.
 # A preload the job already has stays, after Darshan's (a tool's, or a test's injection).
 PRELOAD = ('env LD_PRELOAD=$DARSHAN_RUNTIME_ROOT/lib/libdarshan.so${LD_PRELOAD:+:$LD_PRELOAD} '
-           'DARSHAN_EXCLUDE_DIRS=none')
+           f'DARSHAN_EXCLUDE_DIRS={NODE_DIRS}')
 # fdb-archive-bench's fields: steps x members x params, of a T159 template (as the
 # throughput check's smallest)
 FDB_FIELDS, FDB_GRID = (2, 2, 2), (101, 200)
@@ -117,7 +120,8 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
             # from a directory of its own that Darshan leaves out: each plan appends its
             # timings to multio-<host>-<pid>.log there (MultIO 1.5.1 always does), whose
             # length varies, and Darshan's byte count would vary with it
-            return ('mkdir -p mlog && cd mlog && {wrap} DARSHAN_EXCLUDE_DIRS=$PWD multio-hammer '
+            return (f'mkdir -p mlog && cd mlog && {{wrap}} DARSHAN_EXCLUDE_DIRS=$PWD,{NODE_DIRS} '
+                    'multio-hammer '
                     f'--config=$OLDPWD/multio-hammer.yaml --nbsteps={MULTIO_STEPS} --nblevels=1 '
                     '--member=1 $OLDPWD/template.grib')
         if self.program == 'openifs':
