@@ -126,7 +126,7 @@ def test_the_nightlys_counts_check_fails_on_an_injected_2_percent_naming_it(
     assert f"{KEY}: instructions per field " in reason, reason
     assert "grew: iostack_injected_busy_loop +" in reason
     change = float(reason.split(f"{KEY}: instructions per field ")[1].split("(")[1].split("%")[0])
-    assert 1.8 < change < 2.2
+    assert abs(change - 2.0) < 0.2   # per cent: the 2% loop, to its last 0.2%
     # the fail names no other workload's counts: the shim hooks the key path only (the
     # message path's instructions move a little under any preload, inside 1%)
     assert "grib-encode" not in reason and "netcdf-serial" not in reason
