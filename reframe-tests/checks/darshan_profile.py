@@ -239,12 +239,17 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     def _references_file(self) -> pathlib.Path:
         return COUNT_REFERENCES / f'darshan-{context.site_of(self.current_partition)}.yaml'
 
+    def _recorded(self) -> tuple[pathlib.Path, dict]:
+        """The site's references file and what it holds ({} where there is none yet)."""
+        path = self._references_file()
+        return path, (yaml.safe_load(path.read_text()) if path.is_file() else {}) or {}
+
     @sn.deferrable
     def _counts_as_recorded(self):
         """The build's recorded operation counts, exactly: an extra write, read, open or
         sync is a regression (darshan.GATED)."""
-        path, build = self._references_file(), build_of(context.release_lock(), self.program)
-        recorded = (yaml.safe_load(path.read_text()) if path.is_file() else {}) or {}
+        path, recorded = self._recorded()
+        build = build_of(context.release_lock(), self.program)
         entry = recorded.get(self.program) or {}
         record = (f'record them: bin/iostack nightly -- -n "DarshanProfileCheck%program='
                   f'{self.program}" -S DarshanProfileCheck.record_counts=yes, then commit '
@@ -263,8 +268,7 @@ class DarshanProfileCheck(IostackMixin, rfm.RunOnlyRegressionTest):
     def write_counts(self):
         if not self.record_counts:
             return
-        path = self._references_file()
-        recorded = (yaml.safe_load(path.read_text()) if path.is_file() else {}) or {}
+        path, recorded = self._recorded()
         with open(f'{self.stagedir}/{self._profiles()[0]}') as f:
             recorded[self.program] = {'build': build_of(context.release_lock(), self.program),
                                       'counts': darshan.gated(f.read())}
