@@ -22,11 +22,15 @@ Sanity: every run ended normally (` *** END CNT0 *** ` in NODE.001_01, exit 0) a
 the forecast's end; it wrote its spectral norms every step (ifs-test's ifs-grep-norms.pl),
 identical in every rerun of a mode; the output runs wrote identical files; FDB holds
 exactly the GRIB files' fields. Between modes the norms are compared and said, not
-required: at TL159 the output runs' divergence norm differs from the no-output runs' in its
-9th digit from step 1. Norms across releases: the first run of a case, layout and mode on
-a deployment saves its norms under <deployment root>/var/openifs-norms/<executable>/
-idealised-<case>-<tasks>x<threads>-<mode>, which outlives releases; every later release's
-run must print the same, else the step and field that first differ are named.
+required: with the stack's OpenBLAS a post-processing step changes the model's norms from
+the next step (its SGEMM rounds a field differently with the number of fields the Legendre
+transforms take at once), and so does the layout. `reference_blas` (a reference BLAS
+library, netlib's: Debian's libblas3) is preloaded into every run where set: then every
+mode must print the same norms, and the norms kept for the releases after it hold every
+layout too (iostack_rfm.jobs.openifs_idealised.norms_key). Norms across releases: the first
+run of a case, layout and mode on a deployment saves its norms under <deployment
+root>/var/openifs-norms/<executable>/<norms_key>, which outlives releases; every later run
+must print the same, else the step and field that first differ are named.
 
 Performance: days_per_day (forecast days per wall-clock day of the mode's runs, the model's
 launch to its exit) and its spread; the fdb case also gives fdb_share and grib_share (the
@@ -76,6 +80,9 @@ class OpenifsIdealisedCheck(AppCheck):
     sets = variable(typ.List[str], value=[])
     #: where norms outlive releases (default <deployment root>/var/openifs-norms)
     norms_dir = variable(str, value='')
+    #: a reference BLAS library preloaded into every run (e.g. Debian's
+    #: /usr/lib/x86_64-linux-gnu/blas/libblas.so.3): modes and layouts must agree
+    reference_blas = variable(str, value='')
     keep_files = ['runs.txt', 'figures.out', 'compare.out', 'norms.out', 'NODE.001_01',
                   'ifs.stat']
 
@@ -127,6 +134,8 @@ class OpenifsIdealisedCheck(AppCheck):
                          f'--root {out}/fdb-{rep}/root --out {out}/fdb-{rep}/config.yaml')
             env = (f'{FDB_NAMES} FDB5_CONFIG_FILE={out}/fdb-{rep}/config.yaml '
                    f'MULTIO_CONFIG_FILE={out}/multio-sinks.yaml ')
+        if self.reference_blas:
+            env = f'LD_PRELOAD={self.reference_blas} {env}'
         model = (f'cd {run} && t0=$EPOCHREALTIME && {env}{self.mpi_command()} "$OIFS_EXEC" '
                  f'> ifs.out 2>&1; rc=$?; t1=$EPOCHREALTIME; '
                  f'python3 -m iostack_rfm.jobs.openifs_idealised record {run} --mode {mode} '
@@ -164,7 +173,8 @@ class OpenifsIdealisedCheck(AppCheck):
             # ecCodes' IFS samples, as ifs-test's ifs_env sets them for ifsMASTER's encoding
             'export GRIB_SAMPLES_PATH="$(dirname "$(codes_info -d)")/ifs_samples/grib1_mlgrib2"',
             self.step('prepare', f'test -f {EMPTY_GROUPS} && test -x "$OIFS_EXEC" && '
-                      f'rm -rf {out}/runs {out}/fdb-* runs.txt && mkdir -p {out}/runs && '
+                      + (f'test -f {self.reference_blas} && ' if self.reference_blas else '')
+                      + f'rm -rf {out}/runs {out}/fdb-* runs.txt && mkdir -p {out}/runs && '
                       f'python3 -m iostack_rfm.jobs.multio sinks {out}/multio-sinks.yaml'),
         ]
         for rep in range(1, self.repeats + 1):
@@ -179,15 +189,18 @@ class OpenifsIdealisedCheck(AppCheck):
         # runs (FDB runs write none; their fields are compared below)
         grib = [d for d in written if d.split('/')[-1].startswith('grib-')]
         same = f'--same-output {" ".join(grib)}' if grib else ''
+        across = '--same-across-modes' if self.reference_blas else ''
+        key = idealised.norms_key(self.case, self.num_tasks, self.threads, self.output,
+                                  bool(self.reference_blas))
         self.prerun_cmds += [
             self.step('figures', f'python3 -m iostack_rfm.jobs.openifs_idealised figures '
-                      f'runs.txt --by-mode --norms-of {" ".join(dirs)} {same} > figures.out; '
+                      f'runs.txt --by-mode --norms-of {" ".join(dirs)} {same} {across} '
+                      f'> figures.out; '
                       f'rc=$?; '
                       f'cp {first}/NODE.001_01 {first}/ifs.stat . ; (exit $rc)'),
             # the first run of this case, layout and output mode on the deployment keeps its
             # norms for the releases after it; every later one must print the same
-            self.step('norms', f'NORMS={self.norms_dir}/$(basename "$OIFS_EXEC")/idealised-'
-                      f'{self.case}-{self.num_tasks}x{self.threads}-{self.output}; '
+            self.step('norms', f'NORMS={self.norms_dir}/$(basename "$OIFS_EXEC")/{key}; '
                       f'if [ -s "$NORMS/NORMS" ]; then python3 -m iostack_rfm.jobs.'
                       f'openifs_idealised figures runs.txt --norms-of "$NORMS" {mine} '
                       f'| grep "^oifs-idealised: norms" | sed "s/norms/release-norms/" '
@@ -234,6 +247,9 @@ class OpenifsIdealisedCheck(AppCheck):
             sn.assert_found(r'^oifs-idealised: release-norms (saved in|.*RESULT=IDENTICAL$)',
                             'norms.out'),
         ]
+        if self.reference_blas and len(RUNS_OF[self.output]) > 1:
+            checks.append(sn.assert_found(r'^oifs-idealised: norms across-modes .* '
+                                          r'RESULT=IDENTICAL$', 'figures.out'))
         if self.output != 'none':
             checks.append(sn.assert_found(r'^oifs-idealised: output runs=\d+ files=[1-9]\d* '
                                           r'RESULT=IDENTICAL$', 'figures.out'))

@@ -7,6 +7,7 @@ the idealised forecasts, which need none, must run: OpenifsIdealisedCheck's `fdb
 every case (no output, GRIB files and FDB, 3 repeats each) through the nightly."""
 import json
 import os
+import pathlib
 import re
 import subprocess
 import time
@@ -115,3 +116,46 @@ def test_idealised_forecasts_run_and_fdb_holds_the_grib_files_fields(nwp_deploy,
         figures = open(os.path.join(tc["outputdir"], "figures.out")).read()
         for mode in ("none", "grib", "fdb"):
             assert f"oifs-idealised: norms mode={mode} runs=3 RESULT=IDENTICAL" in figures
+
+
+#: netlib's reference BLAS (Debian's libblas3, `setup --with nightly`)
+REFERENCE_BLAS = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"
+
+
+def idealised_run(root, case, output, tasks, threads, repeats=1):
+    """One OpenifsIdealisedCheck variant through the nightly, with the reference BLAS
+    preloaded: its ReFrame test case."""
+    check = "OpenifsIdealisedCheck"
+    p, _ = iostack("nightly", "--site", "local", "--root", root, "--",
+                   "-n", f"{check}%case={case}%output={output}",
+                   "-S", f"{check}.reference_blas={REFERENCE_BLAS}", "-S", f"{check}.tasks={tasks}",
+                   "-S", f"{check}.threads={threads}", "-S", f"{check}.repeats={repeats}")
+    (report,) = [line.removeprefix("iostack: ReFrame report: ") for line in
+                 p.stdout.splitlines() if line.startswith("iostack: ReFrame report: ")]
+    (tc,) = [tc for run in json.loads(open(report).read())["runs"] for tc in run["testcases"]]
+    return tc
+
+
+def test_with_a_reference_blas_every_output_mode_and_layout_prints_the_same_norms(nwp_deploy):
+    """With the stack's OpenBLAS, output and the layout change the model's norms from step 1
+    (docs/openifs-idealised.md, "Bit identity"). With the reference BLAS preloaded the check
+    requires its modes to agree, and one kept set of norms holds every layout: DCMIP 161
+    (no per-task noise) at 2x1 with no output, GRIB files and FDB, then 1x2 and 1x1 with no
+    output; Held-Suarez T21 (its noise drawn per task) at 1x1 with every mode, then 1x2."""
+    root, release = nwp_deploy
+    assert iostack("switch", "--site", "local", "--root", root, release.name,
+                   "--force")[0].returncode == 0
+    runs = [("dcmip161_tl159l31", "fdb", 2, 1), ("dcmip161_tl159l31", "none", 1, 2),
+            ("dcmip161_tl159l31", "none", 1, 1), ("hs_t21l19", "fdb", 1, 1),
+            ("hs_t21l19", "none", 1, 2)]
+    for i, (case, output, tasks, threads) in enumerate(runs):
+        tc = idealised_run(root, case, output, tasks, threads)
+        assert tc["result"] == "pass", (case, output, tasks, threads, tc.get("fail_reason"))
+        out = pathlib.Path(tc["outputdir"])
+        norms = (out / "norms.out").read_text()
+        first = i in (0, 3)
+        # the first run of a case keeps the norms; every other layout and mode must match
+        assert ("saved in" in norms) == first and ("RESULT=IDENTICAL" in norms) != first, norms
+        if output == "fdb":
+            assert re.search(r"^oifs-idealised: norms across-modes none grib fdb "
+                             r"RESULT=IDENTICAL$", (out / "figures.out").read_text(), re.M)

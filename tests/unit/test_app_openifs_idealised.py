@@ -253,3 +253,53 @@ def test_by_mode_reruns_must_agree_and_modes_are_only_compared(tmp_path, capsys)
                          *map(str, dirs), str(tmp_path / "grib-3")])
     out = capsys.readouterr().out.splitlines()
     assert rc == 1 and out[1].startswith("oifs-idealised: norms mode=grib runs=3 RESULT=DIFFERENT")
+
+
+def real_norms(name: str) -> str:
+    return gzip.decompress((REAL / f"{name}.NORMS.gz").read_bytes()).decode()
+
+
+def test_with_openblas_output_changes_the_models_norms_with_a_reference_blas_not(tmp_path):
+    """Real runs (hs_t21l19, 1x1, a day): with the stack's OpenBLAS the run with GRIB output
+    prints other norms than the one with none from step 1 (a post-processing step widens
+    the Legendre transforms' SGEMMs, and OpenBLAS rounds a field by the width); with
+    netlib's reference BLAS preloaded (Debian's libblas3), every norm is the same."""
+    grib = write_run(tmp_path / "grib", (REAL / "hs_t21l19.NORMS").read_text(), {})
+    none = write_run(tmp_path / "none", real_norms("hs_t21l19.none"), {})
+    same, why = idealised.same_norms([none, grib])
+    assert not same and "norms block 4 (step 1), field VORTICITY (row AVE)" in why, why
+    ref_grib = write_run(tmp_path / "ref-grib", real_norms("hs_t21l19.reference-blas.grib"), {})
+    ref_none = write_run(tmp_path / "ref-none", real_norms("hs_t21l19.reference-blas.none"), {})
+    assert idealised.same_norms([ref_none, ref_grib]) == (True, "")
+    # another BLAS is another rounding: the two BLASes' no-output runs differ too
+    assert not idealised.same_norms([none, ref_none])[0]
+
+
+def test_same_across_modes_makes_a_difference_between_modes_fail(tmp_path, capsys):
+    runs = tmp_path / "runs.txt"
+    runs.write_text("")
+    ref = [write_run(tmp_path / "none-1", real_norms("hs_t21l19.reference-blas.none"), {}),
+           write_run(tmp_path / "grib-1", real_norms("hs_t21l19.reference-blas.grib"), {})]
+    args = ["figures", str(runs), "--by-mode", "--same-across-modes", "--norms-of"]
+    assert idealised.main([*args, *map(str, ref)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        "oifs-idealised: norms across-modes none grib RESULT=IDENTICAL"
+    openblas = [write_run(tmp_path / "x" / "none-1", real_norms("hs_t21l19.none"), {}),
+                write_run(tmp_path / "x" / "grib-1", (REAL / "hs_t21l19.NORMS").read_text(), {})]
+    assert idealised.main([*args, *map(str, openblas)]) == 1
+    assert "across-modes none grib RESULT=DIFFERENT" in capsys.readouterr().out
+    # without the switch the same difference is said and passes
+    assert idealised.main([*args[:3], "--norms-of", *map(str, openblas)]) == 0
+
+
+@pytest.mark.parametrize("case, tasks, threads, mode, ref, key", [
+    ("dcmip161_tl159l31", 2, 1, "fdb", False, "idealised-dcmip161_tl159l31-2x1-fdb"),
+    # one key for every layout and mode: they must agree
+    ("dcmip161_tl159l31", 2, 1, "fdb", True, "idealised-dcmip161_tl159l31-reference-blas"),
+    ("dcmip161_tl159l31", 1, 2, "none", True, "idealised-dcmip161_tl159l31-reference-blas"),
+    # Held-Suarez draws its initial noise per task: the task count stays in the key
+    ("hs_t21l19", 2, 1, "grib", True, "idealised-hs_t21l19-tasks2-reference-blas"),
+    ("hs_t21l19", 1, 2, "none", True, "idealised-hs_t21l19-tasks1-reference-blas"),
+])
+def test_the_norms_key_holds_together_what_must_agree(case, tasks, threads, mode, ref, key):
+    assert idealised.norms_key(case, tasks, threads, mode, ref) == key
