@@ -97,6 +97,18 @@ class OpenifsIdealisedCheck(AppCheck):
         per_run = 2 if smoke else 15
         self.time_limit = f'{per_run * self.repeats * len(RUNS_OF[self.output]) + 10}m'
 
+    @run_after('init')
+    def key_the_configuration(self):
+        """A run set up otherwise than by default (a layout, the reference BLAS, namelist
+        switches) is another figure: its values are filed, and judged, under their own
+        variant, never against the default's."""
+        extra = [f'tasks={self.tasks}'] if self.tasks else []
+        extra += [f'threads={self.threads}'] if self.threads != 1 else []
+        extra += ['blas=reference'] if self.reference_blas else []
+        extra += [f'set.{s.replace(":", ".")}' for s in self.sets]
+        if extra:
+            self.reference_variant = ','.join([self.reference_variant, *extra])
+
     @run_after('setup')
     def set_layout(self):
         cpus = self.current_partition.processor.num_cpus or 1
