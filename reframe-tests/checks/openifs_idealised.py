@@ -210,8 +210,9 @@ class OpenifsIdealisedCheck(AppCheck):
                       f'> figures.out; '
                       f'rc=$?; '
                       f'cp {first}/NODE.001_01 {first}/ifs.stat . ; (exit $rc)'),
-            # the first run of this case, layout and output mode on the deployment keeps its
-            # norms for the releases after it; every later one must print the same
+            # the first run under its norms key (case, layout and mode; with the reference
+            # BLAS, the case) keeps its norms for the releases after it; every later one
+            # must print the same
             self.step('norms', f'NORMS={self.norms_dir}/$(basename "$OIFS_EXEC")/{key}; '
                       f'if [ -s "$NORMS/NORMS" ]; then python3 -m iostack_rfm.jobs.'
                       f'openifs_idealised figures runs.txt --norms-of "$NORMS" {mine} '
