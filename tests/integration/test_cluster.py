@@ -1,8 +1,9 @@
 """The multi-node cluster for real (`iostack-testbed cluster`, tools/testbed/iostack_testbed/cluster.py): the
 nodes of ansible/inventories/local-cluster as namespaces of this machine, each with its
 own slurmd, sshd and XFS scratch. The short forms of what the nightly runs on it: an MPI
-job over three nodes, sixty of them back to back in one job, [OCI-OpenFOAM]'s seven staging steps on a coarse motorBike for 10
-iterations, and the per-node hardware check with one node drifted. Then `down`, and a
+job over three nodes (and sixty back to back in one job), [OCI-OpenFOAM]'s seven staging
+steps on a coarse motorBike for 10 iterations, and the per-node hardware check with one
+node drifted. Then `down`, and a
 killed `up`, leave nothing behind. Needs root."""
 import os
 import pathlib
