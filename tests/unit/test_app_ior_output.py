@@ -114,3 +114,17 @@ def test_mdtest_newer_header_and_perrank_columns():
     result = ior.parse_mdtest(text)
     assert result.iterations == 2
     assert result.rates["File creation"] == ior.Rate(5501.0, 5400.0, 5450.5, 71.418)
+
+
+def test_mdtest_of_a_real_run_on_a_memory_file_system():
+    """The CI-sized MdtestScalingCheck's run: 2 ranks, 10,000 files each, on /dev/shm. Its
+    creation rate is the kernel's metadata path, some 100x the rate of the same node's ext4
+    without a journal (mdtest-shared-dir.out, 200 files each), where each create scanned
+    past the inodes freed near it in the last minutes."""
+    text = (DATA / "mdtest-shm-shared-dir.out").read_text()
+    assert ior.mdtest_problems(text, tasks=2, files_per_task=10000, iterations=3) == []
+    result = ior.parse_mdtest(text)
+    create = result.rates["File creation"]
+    assert create.min <= ior.mdtest_rate(text, "File creation") <= create.max
+    disk = ior.parse_mdtest((DATA / "mdtest-shared-dir.out").read_text())
+    assert create.min > 50 * disk.rates["File creation"].max
