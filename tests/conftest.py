@@ -8,7 +8,8 @@ Every test lives in one tier directory, and the tier is its marker:
 - tests/spack        needs Spack; skipped with one reason when Spack is absent, except
                      where IOSTACK_REQUIRE_SPACK is set (CI): there a missing Spack fails.
 
-At the end of a run a per-tier summary is printed (counts, skip reasons, minutes spent),
+At the end of a run a per-tier summary is printed (counts, skip reasons, minutes spent, summed
+over the xdist workers),
 so a reader of CI output sees at once which tiers ran, which were skipped and what each
 cost.
 """
@@ -20,6 +21,8 @@ import pathlib
 import sys
 
 import pytest
+
+from support import workers
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 # The tests import this checkout's iostack and iostack_rfm (pytest.ini `pythonpath`), and so
@@ -65,14 +68,44 @@ def pytest_configure(config):
     cli.configure_output()
 
 
+# before the xdist worker's own hook (pytest.ini runs two workers)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         tier = _tier_of(pathlib.Path(str(item.fspath)))
         if tier:
             item.add_marker(getattr(pytest.mark, tier))
+    if hasattr(config, "workerinput"):
+        workers.order(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadscope":
+        return workers.SharedRootScheduling(config, log)
+    return None
+
+
+TIMING = "iostack timing: "
+_timings_sent: dict[str, object] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Timings a test recorded travel in its report, so the run's summary has them when the
+    test ran in an xdist worker."""
+    report = yield
+    for what, value in _timings.items():
+        if _timings_sent.get(what) != value:
+            report.user_properties.append((TIMING + what, value))
+            _timings_sent[what] = value
+    return report
 
 
 def pytest_runtest_logreport(report):
+    for name, value in report.user_properties:
+        if isinstance(name, str) and name.startswith(TIMING):
+            _timings[name.removeprefix(TIMING)] = value
     tier = _tier_of(pathlib.Path(report.fspath)) if report.fspath else None
     if tier is None:
         return
@@ -90,7 +123,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session):
-    if _durations:
+    # an xdist worker saw part of the run: the controller writes the whole
+    if _durations and not hasattr(session.config, "workerinput"):
         DURATIONS.write_text("".join(f"{sec:.1f}\t{node}\n"
                                      for node, sec in _durations.most_common()))
 
