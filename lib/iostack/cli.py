@@ -579,9 +579,11 @@ def parser():
                         "<site>-<hash of the release's fdb-archive-bench>.yaml)")
     p.add_argument("--runs", type=int, default=3, metavar="N",
                    help="record: runs whose median and spread are recorded (default: 3)")
+    from iostack.regression import counts
+
     p.add_argument("--workload", action="append",
-                   help="only this workload (repeatable; default: all): fdb-archive-key, "
-                        "fdb-archive-message, grib-encode, grib-decode")
+                   help="only this workload (repeatable; default: all): "
+                        + ", ".join(counts.WORKLOADS))
     p.add_argument("--keep", metavar="DIR",
                    help="keep the runs' inputs and callgrind/strace outputs under DIR")
     p.add_argument("--json", metavar="FILE",

@@ -34,6 +34,7 @@ DECODE_SHIM = paths.REPO / "tests" / "support" / "counts" / "decode_twice.c"
 EXPAND_SHIM = paths.REPO / "tests" / "support" / "counts" / "expand_twice.cc"
 KEY = "fdb-archive-key"
 DECODE = "grib-decode"
+RETRIEVE = "fdb-retrieve"
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +129,36 @@ def test_the_same_loop_with_no_instructions_passes(bench, recorded, slowdown):
     p = counts("check", "--bench", bench, "--references", ref, "--workload", KEY,
                env={"LD_PRELOAD": str(slowdown)})
     assert p.returncode == 0, p.stdout
+
+
+def test_fdb_retrieve_counts_the_same_twice_and_a_2_percent_loop_in_it_fails(bench, slowdown,
+                                                                           tmp_path_factory):
+    """FDB's retrieve path (fdb-archive-bench --verify: fdb5::FDB::retrieve by key, the data
+    read through its handle), on Debian's FDB: steady, the data read inside the region, and
+    a busy loop of 2% of its instructions, run where FDB makes each field's handle, fails
+    naming the loop; the shim loaded with no loop passes."""
+    ref = tmp_path_factory.mktemp("refs") / "retrieve.yaml"
+    kept = tmp_path_factory.mktemp("kept")
+    p = counts("record", "--bench", bench, "--references", ref, "--runs", 2,
+               "--workload", RETRIEVE, "--keep", kept)
+    assert p.returncode == 0, p.stderr
+    c = yaml.safe_load(ref.read_text())["workloads"][RETRIEVE]["counts"]
+    assert c["instructions"]["spread"] < 0.0005
+    # every field's data is read (read calls), and nothing is written or synced per field
+    assert c["syscall read"]["value"] >= 1 and c["syncs"]["value"] == 0
+    # the handle's reading is inside the region: callgrind names only what it collected
+    (out,) = kept.glob("record-0-*/callgrind.fdb-retrieve-1")
+    assert "MultiHandle::read(" in out.read_text()
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", RETRIEVE,
+               env={"LD_PRELOAD": str(slowdown)})
+    assert p.returncode == 0, p.stdout
+    added = int(0.02 * c["instructions"]["value"])
+    p = counts("check", "--bench", bench, "--references", ref, "--workload", RETRIEVE,
+               env={"LD_PRELOAD": str(slowdown),
+                    "IOSTACK_INJECT_RETRIEVE_INSTRUCTIONS": str(added)})
+    moved, change = one_move(p, ref, RETRIEVE)
+    assert abs(change - 0.02) < 0.0005
+    assert "grew: iostack_injected_busy_loop +" in moved
 
 
 def test_one_more_fdatasync_a_flush_fails_on_the_sync_counts(bench, recorded, slowdown):
@@ -247,7 +278,8 @@ def test_the_expand_shim_without_its_variable_passes(bench, recorded, expand_twi
     (["record", "--runs", "1"], "iostack: error: --runs: at least 2, so that the spread is "
                                 "measured"),
     (["check", "--workload", "nope"], "iostack: error: no workload nope; there are: "
-                                      "fdb-archive-key, fdb-archive-message, grib-encode, grib-decode, "
+                                      "fdb-archive-key, fdb-archive-message, fdb-retrieve, grib-encode, "
+                                      "grib-decode, "
                                       "netcdf-serial"),
     (["check"], "iostack: error: counts --bench: give --references FILE (the references of "
                 "that build)"),

@@ -168,3 +168,28 @@ def test_netcdfs_mpi_calls_are_shown_not_gated():
         {"instructions": 1000.0, "syscall pwrite64": 2.0, "syscall poll": 3.0, "syscalls": 5.0},
         {}, OUT)})
     assert move.count == "syscall pwrite64"
+
+
+# A real `strace -f -y` of the ior-posix workload (IOR 4.0.0, one rank of Open MPI 4.1):
+# its writes and reads of the work directory's file, and MPI's own threads around them
+STRACE_Y = pathlib.Path(__file__).parents[1] / "data" / "counts" / "strace-y-ior-posix.txt"
+WORK = "/tmp/iostack-counts-xfzp7pg8"
+
+
+def test_only_the_calls_on_the_work_directorys_files_are_counted():
+    c = counts.syscall_counts(STRACE_Y.read_text(), WORK)
+    # 1 MiB in 16 transfers of 64 KiB, each after an lseek, written then read back; the
+    # file opened, fsynced (-e) and closed per phase, stat()ed, statfs()ed and removed
+    assert {k: v for k, v in c.items() if k.startswith("syscall ")} == {
+        "syscall newfstatat": 3, "syscall access": 2, "syscall openat": 2, "syscall lseek": 32,
+        "syscall write": 16, "syscall read": 16, "syscall fsync": 1, "syscall close": 2,
+        "syscall statfs": 1, "syscall unlink": 1}
+    assert (c["syscalls"], c["bytes written"], c["syncs"]) == (76, 16 * 65536, 1)
+
+
+def test_without_a_directory_every_call_is_counted():
+    c = counts.syscall_counts(STRACE_Y.read_text())
+    # MPI's threads: futex, epoll, a writev of 122 bytes to its socket (split by another
+    # thread into unfinished and resumed lines), the log's writes to stdout's pipe
+    assert c["syscall futex"] >= 3 and c["syscall writev"] == 1
+    assert c["bytes written"] == 16 * 65536 + 122 + (290 + 215 + 487 + 346 + 115 + 502 + 238)

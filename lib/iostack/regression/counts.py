@@ -71,6 +71,8 @@ class Programs:
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: netcdf-output-bench (the release's), for the NetCDF workload; None: not counted
     netcdf: pathlib.Path | None = None
+    #: IOR's bin/ (ior and mdtest, the release's), for their workloads; None: not counted
+    ior: pathlib.Path | None = None
     #: what the references are keyed by: {"site": ..., "fdb-archive-bench": hash, ...}
     build: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -90,6 +92,12 @@ class Workload:
     #: the system calls gated by name (None: every one the recording found steady); the
     #: others, and their total, are shown only
     gated_calls: tuple[str, ...] | None = None
+    #: callgrind's instructions too (False: system calls and bytes only, for the programs
+    #: whose time is the file system's)
+    instructions: bool = True
+    #: count only the system calls on files under the work directory (its outputs), not
+    #: those of the MPI library's own threads, pipes and sockets
+    own_files_only: bool = False
 
     def available(self, programs: Programs) -> bool:
         return self.needs is None or getattr(programs, self.needs) is not None
@@ -101,20 +109,38 @@ FDB_STEPS, FDB_PARAMS = 2, 4
 GRIB_STEPS, GRIB_LEVELS, GRID = 1, 1, (37, 72)
 
 
+def _fdb_root(programs: Programs, work: pathlib.Path, name: str, size: int) -> dict[str, str]:
+    """An empty FDB root for a workload at a size, and the environment that selects it."""
+    root = work / f"fdb-{name}-{size}"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    config = work / f"fdb-{name}-{size}.yaml"
+    config.write_text(f"type: local\nengine: toc\nschema: {_schema(programs)}\n"
+                      f"spaces:\n- roots:\n  - path: {root}\n")
+    return {"FDB5_CONFIG_FILE": str(config), "FDB_HOME": str(work / "fdb-home"),
+            # FDB's default durability, said out loud: synchronous, data synced per flush
+            "FDB_ASYNC_WRITE": "0", "FDB_DATA_SYNC_ON_FLUSH": "1"}
+
+
+def _bench_args(programs: Programs, work: pathlib.Path, path: str, size: int) -> list[str]:
+    return [str(programs.bench), "--template", str(work / "template.grib"), "--path", path,
+            "--nsteps", str(FDB_STEPS * size), "--nparams", str(FDB_PARAMS)]
+
+
 def _fdb_command(path: str):
     def command(programs: Programs, work: pathlib.Path, size: int):
-        root = work / f"fdb-{path}-{size}"
-        shutil.rmtree(root, ignore_errors=True)
-        root.mkdir()
-        config = work / f"fdb-{path}-{size}.yaml"
-        config.write_text(f"type: local\nengine: toc\nschema: {_schema(programs)}\n"
-                          f"spaces:\n- roots:\n  - path: {root}\n")
-        env = {"FDB5_CONFIG_FILE": str(config), "FDB_HOME": str(work / "fdb-home"),
-               # FDB's default durability, said out loud: synchronous, data synced per flush
-               "FDB_ASYNC_WRITE": "0", "FDB_DATA_SYNC_ON_FLUSH": "1"}
-        return [str(programs.bench), "--template", str(work / "template.grib"), "--path", path,
-                "--nsteps", str(FDB_STEPS * size), "--nparams", str(FDB_PARAMS)], env
+        return _bench_args(programs, work, path, size), _fdb_root(programs, work, path, size)
     return command
+
+
+def _retrieve_command(programs: Programs, work: pathlib.Path, size: int):
+    """The fields archived first (not counted, and under the same host name and process id
+    as every counted run, so the files' names are the same), then read back by
+    fdb-archive-bench --verify: fdb5::FDB::retrieve of each field's key and its data read."""
+    env = _fdb_root(programs, work, "retrieve", size)
+    args = _bench_args(programs, work, "key", size)
+    _run(isolated(args), {**programs.env, **env}, work, "archiving the fields to retrieve")
+    return [*args, "--verify"], env
 
 
 def _encode_command(programs: Programs, work: pathlib.Path, size: int):
@@ -138,14 +164,49 @@ def _netcdf_command(programs: Programs, work: pathlib.Path, size: int):
             "--output-dir", str(out)], {}
 
 
+# IOR and mdtest: MPI programs, one rank (MPI's singleton). Their time is the file system's,
+# so only what they ask of it is counted: the system calls on their own files, and bytes
+# (MPI's threads poll, sleep and write to their pipes as the run's timing has it).
+IOR_BLOCK, IOR_TRANSFER = 1 << 20, 64 << 10
+
+
+def _ior_command(programs: Programs, work: pathlib.Path, size: int):
+    """IOR's POSIX backend, one file: `size` segments of a 1 MiB block in 64 KiB transfers
+    written, fsynced at close (-e), then read back (per field: per transfer written and
+    read)."""
+    out = work / f"ior-{size}"
+    out.unlink(missing_ok=True)
+    return [str(programs.ior / "ior"), "-a", "POSIX", "-w", "-r", "-e", "-b", str(IOR_BLOCK),
+            "-t", str(IOR_TRANSFER), "-s", str(size), "-o", str(out)], {}
+
+
+MDTEST_FILES = 64
+
+
+def _mdtest_command(programs: Programs, work: pathlib.Path, size: int):
+    """mdtest's four file phases (create, stat, read, remove) on empty files, one directory
+    (per field: per file)."""
+    out = work / f"mdtest-{size}"
+    shutil.rmtree(out, ignore_errors=True)
+    return [str(programs.ior / "mdtest"), "-F", "-n", str(MDTEST_FILES * size), "-d", str(out),
+            "-i", "1"], {}
+
+
 # netcdf-output-bench's INMCM6P day: 71 + 7 + 10 + 44 x 4 + 37 x 8 + 2 x 24 record writes
 NETCDF_RECORDS_PER_DAY = 608
+#: fdb5::FDB::retrieve finds the field (the index lookups) and returns a handle, which reads
+#: it (FDB's HandleGatherer makes an eckit::MultiHandle of PartFileHandles)
+TIMED_RETRIEVE = ("*fdb5::FDB::retrieve*", "*MultiHandle::openForRead*", "*MultiHandle::read*",
+                  "*MultiHandle::close*")
 TIMED_FDB = ("*timed_archive*", "*timed_flush*", "*FDBStats::addArchive*", "*FDBStats::addFlush*")
 WORKLOADS = {w.name: w for w in (
     Workload("fdb-archive-key", "FDB archive with the key (fdb5::FDB::archive(key, data, "
              "length)), a flush per step", FDB_STEPS * FDB_PARAMS, TIMED_FDB, _fdb_command("key")),
     Workload("fdb-archive-message", "FDB archive from the message (FDB decodes its key)",
              FDB_STEPS * FDB_PARAMS, TIMED_FDB, _fdb_command("message")),
+    Workload("fdb-retrieve", "FDB retrieve of each field by its key, its data read whole "
+             "(fdb-archive-bench --verify, after an archive that is not counted)",
+             FDB_STEPS * FDB_PARAMS, TIMED_RETRIEVE, _retrieve_command),
     Workload("grib-encode", "ecCodes encoding gribgen's fields (grib_filter: header keys, "
              "values packed to 16 bits, the message)", GRIB_STEPS * (4 * GRIB_LEVELS + 2),
              ("grib_set_values", "grib_set_double_array", "grib_get_message"), _encode_command),
@@ -158,6 +219,12 @@ WORKLOADS = {w.name: w for w in (
              ("posix_write", "posix_sync"), _netcdf_command, needs="netcdf",
              # MPI's progress thread polls and wakes as the run's timing has it
              gated_calls=("pwrite64", "fsync")),
+    Workload("ior-posix", "IOR, POSIX, one rank: 1 MiB segments in 64 KiB transfers written, "
+             "fsynced at close, read back (per field: per transfer)", IOR_BLOCK // IOR_TRANSFER,
+             (), _ior_command, needs="ior", instructions=False, own_files_only=True),
+    Workload("mdtest-files", "mdtest -F, one rank: empty files created, stat()ed, read and "
+             "removed in one directory (per field: per file)", MDTEST_FILES, (), _mdtest_command,
+             needs="ior", instructions=False, own_files_only=True),
 )}
 
 
@@ -269,23 +336,46 @@ def functions(out: pathlib.Path) -> dict[str, int]:
 
 
 _CALL = re.compile(r"^(?:\d+\s+)?(?:<\.\.\. (\w+) resumed>|(\w+)\()")
+_AT_FDCWD = re.compile(r"(?<=AT_FDCWD)<[^>]*>")
 _RESULT = re.compile(r"=\s*(-?\d+)(?:\s+\w+.*)?$")
 
 
 def strace(cmd: list[str], env: Mapping[str, str], work: pathlib.Path,
-           label: str) -> dict[str, int]:
+           label: str, within: pathlib.Path | None = None) -> dict[str, int]:
     """System calls by name, bytes the write calls took and fsync/fdatasync calls of a run
-    (every thread)."""
+    (every thread); with `within`, only the calls on files under it (syscall_counts)."""
     out = work / f"strace.{label}"
-    _run(isolated(["strace", "-f", "-qq", "-s", "0", "-o", str(out), *cmd]), env, work,
+    decode = ["-y"] if within else []
+    _run(isolated(["strace", "-f", "-qq", "-s", "0", *decode, "-o", str(out), *cmd]), env, work,
          f"strace of {label}")
+    return syscall_counts(out.read_text(errors="replace"), within)
+
+
+def syscall_counts(trace: str, within: pathlib.Path | str | None = None) -> dict[str, int]:
+    """The counts of an `strace -f` output; with `within` (and `strace -y`), only the calls
+    whose path, or whose descriptor's file, is under it."""
     calls: dict[str, int] = {}
     written = 0
-    for line in out.read_text(errors="replace").splitlines():
+    # a call another thread interrupted is split into `<unfinished ...>` and `<... resumed>`
+    # lines; only the first names its path
+    pending: dict[str, bool] = {}
+    for line in trace.splitlines():
         m = _CALL.match(line)
         if not m:
             continue
         resumed, name = m.group(1), m.group(2)
+        pid = line.split(None, 1)[0]
+        if resumed:
+            counted = pending.pop(pid, within is None)
+        else:
+            # -y shows the working directory (the work directory) as AT_FDCWD's path, and
+            # getcwd names it in its result: neither is a call on a file under it
+            counted = within is None or (name != "getcwd"
+                                         and str(within) in _AT_FDCWD.sub("", line))
+            if "<unfinished" in line:
+                pending[pid] = counted
+        if not counted:
+            continue
         if name and not resumed:
             calls[name] = calls.get(name, 0) + 1
         call = resumed or name
@@ -305,8 +395,9 @@ class Measurement:
     """One workload's counts per field, and its functions' instructions per field."""
     counts: dict[str, float]
     functions: dict[str, float]
-    #: callgrind's outputs at both sizes, for a look by hand (callgrind_annotate)
-    outputs: tuple[pathlib.Path, pathlib.Path]
+    #: callgrind's outputs at both sizes, for a look by hand (callgrind_annotate); none for
+    #: a workload counted without instructions
+    outputs: tuple[pathlib.Path, ...]
 
 
 def measure(workload: Workload, programs: Programs, work: pathlib.Path,
@@ -315,20 +406,24 @@ def measure(workload: Workload, programs: Programs, work: pathlib.Path,
     instr, outs, sys_counts, tables = {}, {}, {}, {}
     for size in (1, 2):
         label = f"{workload.name}-{size}"
-        cmd, env = workload.command(programs, work, size)
-        instr[size], outs[size] = callgrind(cmd, {**programs.env, **env}, workload.toggles,
-                                            work, label)
-        tables[size] = functions(outs[size])
+        if workload.instructions:
+            cmd, env = workload.command(programs, work, size)
+            instr[size], outs[size] = callgrind(cmd, {**programs.env, **env}, workload.toggles,
+                                                work, label)
+            tables[size] = functions(outs[size])
+        else:
+            tables[size] = {}
         if strace_too:
             cmd, env = workload.command(programs, work, size)
-            sys_counts[size] = strace(cmd, {**programs.env, **env}, work, label)
-    counts = {"instructions": (instr[2] - instr[1]) / extra}
+            sys_counts[size] = strace(cmd, {**programs.env, **env}, work, label,
+                                      within=work if workload.own_files_only else None)
+    counts = {"instructions": (instr[2] - instr[1]) / extra} if workload.instructions else {}
     if strace_too:
         for name in sorted(set(sys_counts[1]) | set(sys_counts[2])):
             counts[name] = (sys_counts[2].get(name, 0) - sys_counts[1].get(name, 0)) / extra
     per_function = {name: (tables[2].get(name, 0) - tables[1].get(name, 0)) / extra
                     for name in set(tables[1]) | set(tables[2])}
-    return Measurement(counts, per_function, (outs[1], outs[2]))
+    return Measurement(counts, per_function, tuple(outs.values()))
 
 
 def measure_all(programs: Programs, work: pathlib.Path,
@@ -467,7 +562,7 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
     specs = json.loads(lock_file.read_text())["concrete_specs"]
     found = {}
     for h, s in specs.items():
-        if s["name"] in ("fdb-archive-bench", "fdb", "eccodes", "netcdf-output-bench"):
+        if s["name"] in ("fdb-archive-bench", "fdb", "eccodes", "netcdf-output-bench", "ior"):
             found[s["name"]] = (h, s)
     if "fdb-archive-bench" not in found:
         raise CountsError(f"{lock_file}: no fdb-archive-bench in the release")
@@ -488,11 +583,16 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
         netcdf = prefix("netcdf-output-bench") / "bin" / "netcdf-output-bench"
         if not netcdf.is_file():
             raise CountsError(f"{netcdf}: not installed (the release's lock names it)")
+    ior = None
+    if "ior" in found:
+        ior = prefix("ior") / "bin"
+        if not (ior / "ior").is_file():
+            raise CountsError(f"{ior / 'ior'}: not installed (the release's lock names it)")
     build = {"site": site, "fdb-archive-bench": found["fdb-archive-bench"][0]}
-    for name in ("fdb", "eccodes", "netcdf-output-bench"):
+    for name in ("fdb", "eccodes", "netcdf-output-bench", "ior"):
         if name in found:
             build[name] = f"{found[name][1]['version']}/{found[name][0][:7]}"
-    return Programs(bench=bench, env=env, build=build, netcdf=netcdf)
+    return Programs(bench=bench, env=env, build=build, netcdf=netcdf, ior=ior)
 
 
 def reference_file(build: Mapping[str, str], directory: pathlib.Path = REFERENCES_DIR) -> pathlib.Path:
@@ -608,9 +708,10 @@ def main(programs: Programs, action: str, reference_path: pathlib.Path, runs: in
                     log.info(f"{older.name} (an older build's) removed")
         for name, w in ref["workloads"].items():
             gated = sum(c["tolerance"] is not None for c in w["counts"].values())
-            instr = w["counts"]["instructions"]
-            log.info(f"{name}: instructions per field {instr['value']:,.1f} (spread "
-                     f"{instr['spread']:.4%} over {runs} runs); {gated} of {len(w['counts'])} "
+            main = "instructions" if "instructions" in w["counts"] else "syscalls"
+            c = w["counts"][main]
+            log.info(f"{name}: {main} per field {c['value']:,.1f} (spread "
+                     f"{c['spread']:.4%} over {runs} runs); {gated} of {len(w['counts'])} "
                      "counts gated", extra={"bare": True})
         log.info(f"count references written to {reference_path}")
         return 0

@@ -4,7 +4,11 @@
  * fdb5::FDB::archive(key, data, length), then FDB's own (the bench calls it through the
  * PLT, so this definition wins). The loop is 2 instructions an iteration (dec, jnz), so
  * the instructions added per field are the ones asked for, to the instruction. With
- * IOSTACK_INJECT_SYNC, one more fdatasync after every fdb5::FDB::flush() instead. */
+ * IOSTACK_INJECT_SYNC, one more fdatasync after every fdb5::FDB::flush() instead. With
+ * IOSTACK_INJECT_RETRIEVE_INSTRUCTIONS, the same loop in FDB's retrieve path: before every
+ * eckit::PathName::partHandle(offset, length), which FDB calls through the PLT once for each
+ * field it finds (inside fdb5::FDB::retrieve, the fdb-retrieve workload's region; a shim of
+ * a toggled function itself would turn the region off, see decode_twice.c). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -50,4 +54,23 @@ void _ZN4fdb53FDB5flushEv(void *self) {
             close(fd);
         }
     }
+}
+
+typedef void *(*part_handle_fn)(const void *, const void *, const void *);
+
+/* eckit::PathName::partHandle(eckit::Offset const&, eckit::Length const&) const */
+void *_ZNK5eckit8PathName10partHandleERKNS_6OffsetERKNS_6LengthE(const void *self,
+                                                                 const void *offset,
+                                                                 const void *length) {
+    static part_handle_fn real;
+    static long iterations = -1;
+    if (!real)
+        real = (part_handle_fn)dlsym(RTLD_NEXT,
+                                     "_ZNK5eckit8PathName10partHandleERKNS_6OffsetERKNS_6LengthE");
+    if (iterations < 0) {
+        const char *s = getenv("IOSTACK_INJECT_RETRIEVE_INSTRUCTIONS");
+        iterations = s ? strtol(s, NULL, 10) / 2 : 0;
+    }
+    iostack_injected_busy_loop((unsigned long)iterations);
+    return real(self, offset, length);
 }
