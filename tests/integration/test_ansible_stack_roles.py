@@ -5,8 +5,11 @@
   script, and reads the release's spider cache through LMOD_RC.
 - spack_stack: local git repositories tagged v1.1.0 / v2025.11.0 stand in
   for github.com/spack/{spack,spack-packages} (no network in CI), their commits standing
-  in for the pinned ones; a stand-in bin/iostack records how deploy is called. With the
-  real pins.json, the stand-ins are at the wrong commits and the role refuses them.
+  in for the pinned ones; a stand-in bin/iostack records how deploy is called and as whom.
+  With the real pins.json, the stand-ins are at the wrong commits and the role refuses them.
+  The role runs iostack as a service account (a throwaway name, removed afterwards), so its
+  files live in a directory of their own under /tmp that the account can reach (pytest's
+  tmp_path is root's alone).
 - reframe_nightly: units rendered to tmp_path, checked by systemd-analyze
   verify when it is usable, and parsed in any case; the service account (a throwaway
   name, removed afterwards) is created for real, and the sandbox scored by
@@ -20,6 +23,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -58,6 +62,11 @@ if [ "$1 $2" = "mirror register" ]; then
 fi
 printf '%s\\n' "$*" >> "$IOSTACK_TEST_LOG.args"
 printf '%s %s\\n' "$SPACK_ROOT" "$IOSTACK_SPACK_PACKAGES" >> "$IOSTACK_TEST_LOG.env"
+# who runs it, and whether its git reads the (root's) checkout, as a release's commit needs
+printf '%s %s %s\\n' "$1" "$(id -un)" "$(id -u)" >> "$IOSTACK_TEST_LOG.who"
+if [ "$1" = deploy ]; then
+  git -C "$(dirname "$0")" rev-parse HEAD >> "$IOSTACK_TEST_LOG.git" 2>&1
+fi
 """
 
 
@@ -149,15 +158,36 @@ def test_lmod_refuses_a_distribution_it_has_no_package_for(venv_bin, tmp_path):
 # --- spack_stack ------------------------------------------------------------------
 
 @pytest.fixture
-def stack_sources(tmp_path):
+def service_account(tmp_path):
+    """A throwaway name for the account the role creates, removed (with its group) afterwards."""
+    name = f"iostack-t{os.getpid()}"
+    yield name
+    subprocess.run(["userdel", name], capture_output=True)
+    subprocess.run(["groupdel", name], capture_output=True)
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory the service account can reach (tmp_path is under root's 0700
+    /tmp/pytest-of-root), with a log directory it may write; removed afterwards."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix="iostack-svc-", dir="/tmp"))
+    path.chmod(0o755)
+    (path / "log").mkdir()
+    (path / "log").chmod(0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def stack_sources(shared_dir, service_account):
     if not shutil.which("git"):
         pytest.skip("git not installed")
-    spack = git_repo(tmp_path / "src/spack", {"etc/spack/defaults/config.yaml": "config: {}\n",
-                                              "bin/spack": "#!/bin/sh\n"}, tag="v1.1.0")
-    packages = git_repo(tmp_path / "src/spack-packages", {"repos/spack_repo/builtin/repo.yaml": "repo: {}\n"},
+    spack = git_repo(shared_dir / "src/spack", {"etc/spack/defaults/config.yaml": "config: {}\n",
+                                                "bin/spack": "#!/bin/sh\n"}, tag="v1.1.0")
+    packages = git_repo(shared_dir / "src/spack-packages", {"repos/spack_repo/builtin/repo.yaml": "repo: {}\n"},
                         tag="v2025.11.0")
-    iostack = git_repo(tmp_path / "src/iostack", {"bin/iostack": FAKE_IOSTACK})
-    root = tmp_path / "root"
+    iostack = git_repo(shared_dir / "src/iostack", {"bin/iostack": FAKE_IOSTACK})
+    root = shared_dir / "root"
     root.mkdir()
     return {
         "iostack_root": str(root), "iostack_site": "local", "iostack_repo_dir": str(iostack),
@@ -165,21 +195,53 @@ def stack_sources(tmp_path):
         "spack_stack_spack_commit": head(spack), "spack_stack_packages_commit": head(packages),
         "spack_stack_buildcache": {"name": "site-cache", "url": "file:///srv/buildcache", "signed": False},
         "spack_stack_mirrors": [{"name": "sources", "url": "https://mirror.example.org/spack"}],
+        "spack_stack_user": service_account, "spack_stack_home": str(shared_dir / "home"),
     }
 
 
-def test_spack_stack_clones_pins_configures_and_deploys_once(stack_sources, venv_bin, tmp_path, monkeypatch):
-    log = tmp_path / "deploy"
+def tree_state(path: pathlib.Path) -> dict:
+    """Every entry under path: type, owner, mode, size and mtime (what a write would change)."""
+    out = {}
+    for entry in [path, *sorted(path.rglob("*"))]:
+        st = entry.lstat()
+        out[str(entry)] = (st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def as_account(name: str, script: str) -> int:
+    """Exit status of a shell command run as the (nologin) account."""
+    return subprocess.run(["su", "-s", "/bin/sh", name, "-c", script], capture_output=True).returncode
+
+
+def test_spack_stack_clones_pins_configures_and_deploys_once_as_the_account(
+        stack_sources, shared_dir, service_account, venv_bin, tmp_path, monkeypatch):
+    """Root clones the checkouts and keeps them; mirror register, deploy and releases run as
+    the service account, which owns the stack root and the cache; a checkout the account
+    could have replaced (not root's) is refused."""
+    import pwd
+
+    log = shared_dir / "log" / "deploy"
     monkeypatch.setenv("IOSTACK_TEST_LOG", str(log))
     root = pathlib.Path(stack_sources["iostack_root"])
+    # what a deploy as root (before the account) left: handed over, unlike the code root runs
+    (root / "releases/r0").mkdir(parents=True)
+    (root / "releases/r0/release.json").write_text("{}\n")
+    (root / "iostack-cache/gpg").mkdir(parents=True)
+    (root / "iostack-cache/gpg/trustdb.gpg").write_text("")
 
+    before = tree_state(shared_dir)
     plan = run_role(venv_bin, "spack_stack", stack_sources, tmp_path, check=True)
     assert plan.rc == 0, plan.explain()
     assert f"would clone {stack_sources['spack_stack_spack_url']} at v1.1.0" in plan.messages()
-    assert not (root / "spack").exists() and not log.with_suffix(".args").exists()
+    assert f"deploy --site local --root {root} (as {service_account})" in plan.messages()
+    # check mode: no account, no checkout, no call, no file or owner changed
+    assert subprocess.run(["getent", "passwd", service_account], capture_output=True).returncode == 2
+    assert tree_state(shared_dir) == before
 
     first = run_role(venv_bin, "spack_stack", stack_sources, tmp_path)
     assert first.rc == 0, first.explain()
+    account = pwd.getpwnam(service_account)
+    assert account.pw_uid != 0 and account.pw_shell == "/usr/sbin/nologin"
     for sub, tag in (("spack", "v1.1.0"), ("spack-packages", "v2025.11.0")):
         described = subprocess.run(["git", "-C", str(root / sub), "describe", "--tags", "--exact-match"],
                                    capture_output=True, text=True, check=True).stdout.strip()
@@ -193,6 +255,23 @@ def test_spack_stack_clones_pins_configures_and_deploys_once(stack_sources, venv
         register, f"deploy --site local --root {root}", f"releases --site local --root {root}"]
     assert log.with_suffix(".cache").read_text().split() == [str(root / "iostack-cache")]
     assert log.with_suffix(".env").read_text().split()[:2] == [str(root / "spack"), str(root / "spack-packages")]
+    # [issue 33] each ran as the account, not root
+    assert log.with_suffix(".who").read_text().splitlines() == [
+        f"{call} {service_account} {account.pw_uid}" for call in ("mirror", "deploy", "releases")]
+    # and its git reads root's checkout (a release names its commit, not "unknown")
+    assert log.with_suffix(".git").read_text().split() == [head(pathlib.Path(stack_sources["iostack_repo_dir"]))]
+    # the account owns what it writes, and what root left there before
+    for path in (root, root / "iostack-cache", root / "iostack-cache/spack-config", root / ".iostack-deploy-stamp",
+                 root / "releases/r0/release.json", root / "iostack-cache/gpg/trustdb.gpg"):
+        assert path.lstat().st_uid == account.pw_uid, path
+    # root keeps the code: every file of the checkouts its, none writable by the account
+    for sub in ("spack", "spack-packages"):
+        for path in [root / sub, *(root / sub).rglob("*")]:
+            st = path.lstat()
+            assert st.st_uid == 0 and not st.st_mode & 0o022, (path, oct(st.st_mode))
+        assert as_account(service_account, f"test -r {root / sub}/.git/HEAD") == 0
+        assert as_account(service_account, f"touch {root / sub}/bin/x || touch {root / sub}/x") != 0
+    assert not (root / "spack/bin/x").exists()
 
     second = run_role(venv_bin, "spack_stack", stack_sources, tmp_path)
     assert second.rc == 0, second.explain()
@@ -207,12 +286,41 @@ def test_spack_stack_clones_pins_configures_and_deploys_once(stack_sources, venv
     calls = log.with_suffix(".args").read_text().splitlines()
     assert calls[-2] == f"deploy --site local --root {root} --no-switch"
 
+    # the account owns the stack root: it could swap a checkout for its own, for root's git
+    # (clone, fetch) to run in. One not root's is refused before anything runs.
+    subprocess.run(["chown", "-R", f"{service_account}:", str(root / "spack")], check=True)
+    calls = log.with_suffix(".args").read_text()
+    fourth = run_role(venv_bin, "spack_stack", {**stack_sources, "spack_stack_force_deploy": True}, tmp_path)
+    assert fourth.rc != 0
+    assert f"{root / 'spack'} is owned by {service_account}, not root: remove it" in fourth.messages()
+    assert log.with_suffix(".args").read_text() == calls
 
-def test_spack_stack_refuses_a_checkout_that_is_not_the_pinned_commit(stack_sources, venv_bin,
+
+def test_spack_stack_refuses_root_as_the_account_before_writing(stack_sources, shared_dir, venv_bin,
+                                                                tmp_path, monkeypatch):
+    """[issue 33] spack_stack_user root (the old behaviour) is refused in one line, first:
+    no account, clone, directory or call."""
+    log = shared_dir / "log" / "deploy"
+    monkeypatch.setenv("IOSTACK_TEST_LOG", str(log))
+    etc = {f: pathlib.Path(f).read_bytes() for f in ("/etc/passwd", "/etc/group")}
+    before = tree_state(shared_dir)
+    for user in ("root", "Robert'); rm -rf /"):
+        refused = run_role(venv_bin, "spack_stack", {**stack_sources, "spack_stack_user": user}, tmp_path)
+        assert refused.rc != 0
+        failed = [name for name, res in refused.results() if res.get("failed")]
+        assert failed == ["spack_stack : Check the account"], refused.explain()
+        assert (f"spack_stack: Spack builds, their tests and the regression run as an unprivileged account "
+                f"(spack_stack_user '{user}', group '{user}', uid unset): not root, not 0, a lower-case name"
+                ) in refused.messages().splitlines()
+        assert tree_state(shared_dir) == before
+        assert {f: pathlib.Path(f).read_bytes() for f in etc} == etc
+
+
+def test_spack_stack_refuses_a_checkout_that_is_not_the_pinned_commit(stack_sources, shared_dir, venv_bin,
                                                                       tmp_path, monkeypatch):
     """The stand-ins carry the pinned tags but not the commits of pins.json: refused, both
     when cloning and when a checkout is already there, before deploy runs."""
-    log = tmp_path / "deploy"
+    log = shared_dir / "log" / "deploy"
     monkeypatch.setenv("IOSTACK_TEST_LOG", str(log))
     pinned = {k: v for k, v in stack_sources.items() if not k.endswith("_commit")}
     pins = json.loads((pathlib.Path(__file__).parents[2] / "pins.json").read_text())
@@ -258,15 +366,6 @@ def exposure(unit: pathlib.Path) -> tuple[float, str]:
     assert res.returncode == 0, res.stdout + res.stderr
     level = res.stdout.strip().splitlines()[-1].split(": ", 1)[1].split()
     return float(level[0]), level[1]
-
-
-@pytest.fixture
-def service_account(tmp_path):
-    """A throwaway name for the account the role creates, removed (with its group) afterwards."""
-    name = f"iostack-t{os.getpid()}"
-    yield name
-    subprocess.run(["userdel", name], capture_output=True)
-    subprocess.run(["groupdel", name], capture_output=True)
 
 
 def can_score() -> bool:
