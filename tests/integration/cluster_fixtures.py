@@ -12,6 +12,35 @@ import sys
 from iostack.core import paths
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
+#: an MPI program each rank of which exchanges a MiB with its neighbours: it prints
+#: 'received ok' once per rank
+HELLO = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#define BYTES (1 << 20)
+static char out[BYTES], in[BYTES];
+int main(int argc, char **argv) {
+    int rank, size, sum = 0, per_node = 2;
+    char host[64];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gethostname(host, sizeof host);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    /* 1 MiB to the same slot on the next node, from the previous one */
+    memset(out, rank, BYTES);
+    MPI_Sendrecv(out, BYTES, MPI_CHAR, (rank + per_node) % size, 0, in, BYTES, MPI_CHAR,
+                 (rank - per_node + size) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int from = (rank - per_node + size) % size, ok = 1;
+    for (int i = 0; i < BYTES; i++) ok &= in[i] == (char)from;
+    printf("rank %d of %d on %s sum %d received %s\n", rank, size, host, sum, ok ? "ok" : "BAD");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
 #: the test beds' command (tools/testbed), this checkout's (conftest's PYTHONPATH)
 TESTBED = (sys.executable, "-m", "iostack_testbed")
 

@@ -76,3 +76,15 @@ def test_diagnostics_show_the_log_tails(tmp_path):
     (tmp_path / "log" / "slurmctld.log").write_text("\n".join(f"line {i}" for i in range(100)))
     text = cluster.diagnostics(lines=5)
     assert "slurmctld.log" in text and "line 99" in text and "line 94" not in text
+
+
+def test_a_state_dir_too_long_for_slurmstepds_sockets_is_refused(tmp_path, monkeypatch):
+    """slurmstepd makes <spool>/<node>_<job>.<step> sockets: a path beyond sun_path's 107
+    bytes made it die at every job, and slurmctld requeued the job for ever (a nightly
+    hung 600 s in CI); refused up front instead, naming the reason."""
+    monkeypatch.setattr(slurm, "node_hardware", lambda: dict(HARDWARE))
+    state = tmp_path / ("d" * (85 - len(str(tmp_path)) - 1))
+    cluster = slurm.LocalSlurm(state)
+    assert len(str(cluster.munge_socket)) <= slurm.MAX_SOCKET_PATH
+    with pytest.raises(slurm.SlurmStartError, match="too long for slurmstepd's socket paths"):
+        cluster.write_config()

@@ -286,6 +286,11 @@ class LocalCluster(slurm.LocalSlurm):
     def env(self) -> dict[str, str]:
         return {"SLURM_CONF": str(self.conf), "IOSTACK_CLUSTER_SSH_CONFIG": str(self.ssh_config)}
 
+    def step_socket(self) -> pathlib.Path:
+        """As LocalSlurm's, in the longest-named node's own spool directory."""
+        name = max([n.name for n in self.nodes] or ["node99"], key=len)
+        return self.state / "spool" / name / f"{name}_{'9' * 5}.4294967291"
+
     def node_dir(self, node: Node) -> pathlib.Path:
         return self.state / "nodes" / node.name
 

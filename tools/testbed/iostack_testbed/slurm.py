@@ -189,12 +189,21 @@ class LocalSlurm:
         return {"SLURM_CONF": str(self.conf)}
 
     # set-up --------------------------------------------------------------------------
+    def step_socket(self) -> pathlib.Path:
+        """The longest socket path slurmstepd makes: <spool>/<node>_<job>.<step> (a batch
+        step's number has 10 digits; a test bed's job ids, from 1, have at most 5)."""
+        node = socket.gethostname().split(".")[0]   # slurmd -C's NodeName
+        return self.state / "spool" / f"{node}_{'9' * 5}.4294967291"
+
     def prepare_state(self) -> None:
         """The state directory's tree, the munge key and an empty plug-stack file."""
-        if len(str(self.munge_socket)) > MAX_SOCKET_PATH:
-            raise SlurmStartError(
-                f"state directory {self.state} is too long for munge's socket path "
-                f"({len(str(self.munge_socket))} > {MAX_SOCKET_PATH} bytes); use a shorter one")
+        # a socket path beyond the limit fails late and quietly: munged does not start, or
+        # slurmstepd dies and slurmctld requeues the job for ever
+        for what, sock in (("munge's", self.munge_socket), ("slurmstepd's", self.step_socket())):
+            if len(str(sock)) > MAX_SOCKET_PATH:
+                raise SlurmStartError(
+                    f"state directory {self.state} is too long for {what} socket paths "
+                    f"({len(str(sock))} > {MAX_SOCKET_PATH} bytes): use a shorter one")
         for sub in ("etc", "ctld", "spool", "run", "log"):
             (self.state / sub).mkdir(parents=True, exist_ok=True)
         # munged wants its socket directory searchable by all (jobs run as any user) but
