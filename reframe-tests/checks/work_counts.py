@@ -16,6 +16,7 @@ records them (a check that could not run never passes).
 """
 import json
 import os
+import re
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -29,8 +30,10 @@ from iostack_rfm.base import IostackMixin
 #: what each workload reports (its counts per field; system calls by name stay in the JSON)
 SHOWN = ('instructions', 'syscalls', 'bytes written', 'syncs')
 #: the workloads of iostack.regression.counts.WORKLOADS that every site's stack can run
-WORKLOADS = ('fdb-archive-key', 'fdb-archive-message', 'fdb-retrieve', 'grib-encode',
-             'grib-decode', 'netcdf-serial', 'ior-posix', 'mdtest-files')
+#: (not fdb-retrieve: its instructions move by up to 1% with the size of the environment the
+#: program starts in, glibc's memcmp taking another path for other alignments)
+WORKLOADS = ('fdb-archive-key', 'fdb-archive-message', 'grib-encode', 'grib-decode',
+             'netcdf-serial', 'ior-posix', 'mdtest-files')
 #: counted by their system calls and bytes only: their time is the file system's
 NO_INSTRUCTIONS = ('ior-posix', 'mdtest-files')
 OUTPUT = 'counts.json'
@@ -80,8 +83,8 @@ class WorkCountsCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         return sn.all([
             _no_moves(),
             sn.assert_found(r'work counts within their bands', self.stdout),
-            sn.assert_eq(sn.count(sn.extractall(r'^(\S+): (?:instructions|syscalls) ',
-                                                self.stdout)), len(WORKLOADS)),
+            # a summary line per workload: every one ran
+            *(sn.assert_found(rf'^{re.escape(w)}: ', self.stdout) for w in WORKLOADS),
         ])
 
     @run_after('init')
