@@ -196,6 +196,9 @@ def stack_sources(shared_dir, service_account):
         "spack_stack_buildcache": {"name": "site-cache", "url": "file:///srv/buildcache", "signed": False},
         "spack_stack_mirrors": [{"name": "sources", "url": "https://mirror.example.org/spack"}],
         "spack_stack_user": service_account, "spack_stack_home": str(shared_dir / "home"),
+        # the tasks the account runs need a Python it can reach: the node's, not the venv of
+        # a checkout that may sit in a directory only root can enter (CI's fresh clone does)
+        "ansible_python_interpreter": "/usr/bin/python3",
     }
 
 
