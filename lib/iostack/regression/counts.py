@@ -8,9 +8,12 @@ always fails), on every commit. Counted inside the timed region only:
   exit of the timed calls (`--toggle-collect`): fdb-archive-bench's `timed_archive` and
   `timed_flush` (kept out of line for this), ecCodes' encode (`grib_set_values`,
   `grib_set_double_array`, `grib_get_message`) and decode (`grib_handle_new_from_message`,
-  `grib_get_double_array`) under its own tools;
+  `grib_get_double_array`) under its own tools, FDB's retrieve (`fdb5::FDB::retrieve` and
+  its handle's reads);
 - system calls by name, bytes given to write calls, fsync/fdatasync: strace -f of the
-  whole program (strace cannot see a region).
+  whole program (strace cannot see a region). IOR and mdtest, whose time is the file
+  system's, are counted by these alone, and only their calls on files under the work
+  directory (strace -y): MPI's threads, pipes and sockets vary with the run's timing.
 
 Per field: every workload runs at N and 2N fields, and a count per field is the difference
 over the extra N fields, so start-up, the first field's database creation and the program's
