@@ -165,3 +165,15 @@ def timings() -> dict[str, object]:
 @pytest.fixture(scope="session")
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+@pytest.fixture(scope="module")
+def loop_devices(request):
+    """This module alone uses the host's loop devices (support/hostlock.py says why). A module
+    that attaches, partitions or mounts one declares
+    `pytestmark = pytest.mark.usefixtures("loop_devices")`, so the lock is taken before its
+    own module fixtures (a cluster) and released after them."""
+    from support import hostlock
+
+    with hostlock.exclusive("loop-devices", holder=request.node.nodeid):
+        yield

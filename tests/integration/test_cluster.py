@@ -19,8 +19,9 @@ from cluster_fixtures import (HELLO, IOSTACK, TESTBED, last_attempts, leftovers,
 
 from iostack_testbed import cluster as harness
 
-pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,
-                                reason=harness.unavailable_reason() or "")
+pytestmark = [pytest.mark.skipif(harness.unavailable_reason() is not None,
+                                 reason=harness.unavailable_reason() or ""),
+              pytest.mark.usefixtures("loop_devices")]
 
 
 

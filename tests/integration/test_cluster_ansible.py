@@ -14,8 +14,9 @@ from iostack_rfm.jobs import nodestate
 
 from ansible_helpers import ANSIBLE_DIR, FIXTURES, ansible_env  # noqa: E402
 
-pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,
-                                reason=harness.unavailable_reason() or "")
+pytestmark = [pytest.mark.skipif(harness.unavailable_reason() is not None,
+                                 reason=harness.unavailable_reason() or ""),
+              pytest.mark.usefixtures("loop_devices")]
 INVENTORY = ANSIBLE_DIR / "inventories" / "local-cluster"
 
 

@@ -16,8 +16,9 @@ from cluster_fixtures import last_attempts, nightly, running_cluster
 from iostack_rfm.parsers import binding
 from iostack_testbed import cluster as harness
 
-pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,
-                                reason=harness.unavailable_reason() or "")
+pytestmark = [pytest.mark.skipif(harness.unavailable_reason() is not None,
+                                 reason=harness.unavailable_reason() or ""),
+              pytest.mark.usefixtures("loop_devices")]
 
 
 @pytest.fixture(scope="module")

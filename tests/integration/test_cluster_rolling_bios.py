@@ -28,8 +28,9 @@ from cluster_fixtures import leftovers, run
 
 from iostack_testbed import cluster as harness
 
-pytestmark = pytest.mark.skipif(harness.unavailable_reason() is not None,
-                                reason=harness.unavailable_reason() or "")
+pytestmark = [pytest.mark.skipif(harness.unavailable_reason() is not None,
+                                 reason=harness.unavailable_reason() or ""),
+              pytest.mark.usefixtures("loop_devices")]
 
 BMC_USER, BMC_PASSWORD = "bmc-admin", "s3cret-bmc-pw"
 CHANGED = ["node2", "node3"]      # the nodes the change is for, one per batch

@@ -201,7 +201,7 @@ def test_concurrent_writers_lose_no_session(tmp_path):
 # --- bounded in time ------------------------------------------------------------------
 
 @pytest.fixture
-def tiny_fs(is_root, tmp_path):
+def tiny_fs(is_root, tmp_path, loop_devices):
     """A 48 MiB ext4 on a loop device, left with 10 MiB free."""
     if not is_root:
         pytest.skip("needs root to mount a loop device")

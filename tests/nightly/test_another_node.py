@@ -56,6 +56,8 @@ ONE_VARIANT = ["-n", f"{CHECK}%size=small%durability=sync-flush%path=message%buf
 PARTITION = "local:default"
 ABSOLUTE = ("fdb_write_bw", "fdb_cpu_per_gib")
 
+pytestmark = pytest.mark.usefixtures("loop_devices")
+
 
 def sh(*args) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, check=True)

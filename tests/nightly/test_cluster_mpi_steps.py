@@ -13,6 +13,8 @@ import subprocess
 import pytest
 from integration.cluster_fixtures import HELLO, run, running_cluster
 
+pytestmark = pytest.mark.usefixtures("loop_devices")
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):

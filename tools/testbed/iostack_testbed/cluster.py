@@ -99,6 +99,15 @@ def _run(*argv, check=True, input=None, timeout=120) -> subprocess.CompletedProc
     return p
 
 
+def drop_stale_partitions(device: str) -> None:
+    """A new image has no partition table, so a partition the kernel shows on its loop device
+    was added (partx) by an earlier user of the device and outlived the detach; the
+    nvme_scratch role would refuse the device as holding data."""
+    name = pathlib.Path(device).name
+    if list(pathlib.Path("/sys/block", name).glob(f"{name}p*")):
+        _run(_tool("partx"), "-d", device)
+
+
 def _natural(name: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
@@ -540,6 +549,7 @@ class LocalCluster(slurm.LocalSlurm):
             with open(image, "wb") as f:
                 f.truncate(SCRATCH_IMAGE_BYTES)
             device = _run(_tool("losetup"), "-f", "--show", image).stdout.strip()
+            drop_stale_partitions(device)
             link = pathlib.Path(node.facts["nvme_scratch_devices"][0])
             target = self.node_dir(node) / "run" / link.relative_to(NODE_RUN)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -559,6 +569,10 @@ class LocalCluster(slurm.LocalSlurm):
                 path = shlex.quote(f"{mount}/{d['path']}")
                 dirs.append(f"mkdir -p {path} && chmod {d['mode']} {path}")
             _run(*self.on(node, "sh", "-c", " && ".join([f"mount {shlex.quote(mount)}", *dirs])))
+            # nofail makes mount succeed when the UUID is not found (libblkid raced with
+            # another user of loop devices): the node would run on its root file system
+            if _run(*self.on(node, _tool("findmnt"), "-n", mount), check=False).returncode:
+                raise ClusterError(f"{node.name}: UUID={uuid} ({device}) did not mount at {mount}")
 
     def _daemons(self) -> None:
         self.start_munged()
