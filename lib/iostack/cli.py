@@ -346,6 +346,8 @@ def cmd_counts(settings, args):
     else:
         t = target(settings, args)
         programs = counts.release_programs(_release(t.root, args.release).path, args.site)
+    # a counted program's environment is its own (counts.alone_env), but for the shims
+    programs = dataclasses.replace(programs, env={**programs.env, **counts.injected(os.environ)})
     ref = (pathlib.Path(args.references).resolve() if args.references
            else counts.reference_file(programs.build))
     keep = pathlib.Path(args.keep).resolve() if args.keep else None

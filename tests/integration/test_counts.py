@@ -19,6 +19,7 @@ import yaml
 
 from iostack.core import paths
 from iostack.deployment import fdbconfig
+from iostack.regression import counts as counts_lib
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("cmake", "g++", "gcc", "valgrind", "callgrind_annotate",
@@ -137,7 +138,8 @@ def test_fdb_retrieve_counts_the_same_twice_and_a_2_percent_loop_in_it_fails(ben
     read through its handle), on Debian's FDB: steady, the data read inside the region, and
     a busy loop of 2% of its instructions, run where FDB makes each field's handle, fails
     naming the loop. Its instructions move with the size of the program's environment
-    (glibc's memcmp, by alignment: up to 1% between shells), so the references are recorded
+    (glibc's memcmp, by alignment). A counted program's environment is its own
+    (counts.alone_env), but the shim's variables are in it: the references are recorded
     with the shim loaded and a loop of 0 written as long as the injected one."""
     ref = tmp_path_factory.mktemp("refs") / "retrieve.yaml"
     kept = tmp_path_factory.mktemp("kept")
@@ -290,3 +292,17 @@ def test_bad_input_is_one_line(bench, recorded, args, line):
     p = counts(*args, "--bench", bench, *extra)
     assert p.returncode == 2
     assert p.stderr.splitlines() == [line]
+
+
+def test_a_counted_run_sees_only_its_own_environment(tmp_path, monkeypatch):
+    """The caller's environment is not the counted program's (its size moved fdb-retrieve's
+    instructions by 0.1%, and the release's path length by 0.4%)."""
+    monkeypatch.setenv("PADDING_FROM_THE_CALLER", "x" * 3000)
+    monkeypatch.setenv("IOSTACK_INJECT_SYNC", "1")     # given by the CLI (counts.injected) only
+    p = counts_lib._run(["env"], {"FDB_HOME": "/h"}, tmp_path, "env", alone=True)
+    seen = dict(line.split("=", 1) for line in p.stdout.splitlines())
+    assert seen == {**counts_lib.alone_env(tmp_path), "FDB_HOME": "/h"}
+    assert set(seen) == {"PATH", "HOME", "LC_ALL", "FDB_HOME"}
+    assert counts_lib.injected({"LD_PRELOAD": "/s.so", "IOSTACK_INJECT_SYNC": "1", "PAD": "x"}) \
+        == {"LD_PRELOAD": "/s.so", "IOSTACK_INJECT_SYNC": "1"}
+

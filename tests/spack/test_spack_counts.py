@@ -34,8 +34,8 @@ def committed_reference(root):
     return counts.reference_file(programs.build)
 
 
-WORKLOADS = ("fdb-archive-key", "fdb-archive-message", "grib-encode", "grib-decode",
-             "netcdf-serial", "ior-posix", "mdtest-files")
+WORKLOADS = ("fdb-archive-key", "fdb-archive-message", "fdb-retrieve", "grib-encode",
+             "grib-decode", "netcdf-serial", "ior-posix", "mdtest-files")
 #: counted by system calls and bytes only
 NO_INSTRUCTIONS = ("ior-posix", "mdtest-files")
 

@@ -101,7 +101,8 @@ STRACE = """\
 
 
 def test_strace_output_is_read_by_call_with_the_bytes_writes_took(tmp_path, monkeypatch):
-    def fake_run(cmd, env, cwd, what):
+    def fake_run(cmd, env, cwd, what, alone=False):
+        assert alone        # in alone_env(), as every counted run
         pathlib.Path(cmd[cmd.index("-o") + 1]).write_text(STRACE)
     monkeypatch.setattr(counts, "_run", fake_run)
     got = counts.strace(["prog"], {}, tmp_path, "x")
@@ -193,3 +194,20 @@ def test_without_a_directory_every_call_is_counted():
     # thread into unfinished and resumed lines), the log's writes to stdout's pipe
     assert c["syscall futex"] >= 3 and c["syscall writev"] == 1
     assert c["bytes written"] == 16 * 65536 + 122 + (290 + 215 + 487 + 346 + 115 + 502 + 238)
+
+
+def test_staged_programs_have_the_work_directorys_length_wherever_the_release_is(tmp_path):
+    staged = []
+    for k, root in enumerate(("r", "a-much-longer-deployment-root")):
+        prefix = tmp_path / root / "opt" / "fdb"
+        (prefix / "bin").mkdir(parents=True)
+        (prefix / "bin" / "fdb-archive-bench").write_text("")
+        work = tmp_path / f"work{k}"
+        work.mkdir()
+        staged.append(counts.stage(counts.Programs(
+            bench=prefix / "bin" / "fdb-archive-bench", env={"FDB_ROOT": str(prefix), "X": "y"},
+            ior=prefix / "bin"), work))
+    a, b = staged
+    assert len(str(a.bench)) == len(str(b.bench)) and len(a.env["FDB_ROOT"]) == len(b.env["FDB_ROOT"])
+    assert a.bench.resolve() == tmp_path / "r" / "opt" / "fdb" / "bin" / "fdb-archive-bench"
+    assert (a.ior / "fdb-archive-bench").is_file() and a.env["X"] == "y" and a.netcdf is None
