@@ -306,3 +306,23 @@ def test_a_counted_run_sees_only_its_own_environment(tmp_path, monkeypatch):
     assert counts_lib.injected({"LD_PRELOAD": "/s.so", "IOSTACK_INJECT_SYNC": "1", "PAD": "x"}) \
         == {"LD_PRELOAD": "/s.so", "IOSTACK_INJECT_SYNC": "1"}
 
+
+
+@pytest.mark.skipif(not shutil.which("rsync"), reason="nvme-stage needs rsync")
+def test_nvme_stage_in_is_counted_per_file_exactly(tmp_path):
+    """nvme-stage (the repository's script) staging 8 and then 16 files: what rsync asks of
+    the file system per file staged comes out whole, the same twice."""
+    script = paths.SRC / "nvme-stage" / "nvme-stage"
+    runs = []
+    for k in range(2):
+        work = tmp_path / f"w{k}"
+        work.mkdir()
+        programs = counts_lib.stage(counts_lib.Programs(bench=script, nvme_stage=script), work)
+        runs.append(counts_lib.measure(counts_lib.WORKLOADS["nvme-stage-in"], programs, work).counts)
+    gated = counts_lib.WORKLOADS["nvme-stage-in"].gated_calls
+    first = {c: runs[0].get(f"syscall {c}") for c in gated}
+    assert first == {"openat": 8, "close": 5, "newfstatat": 5, "read": 1, "write": 1,
+                     "renameat": 1, "fchmod": 2}
+    assert {c: runs[1].get(f"syscall {c}") for c in gated} == first
+    assert runs[0]["bytes written"] == runs[1]["bytes written"] == counts_lib.NVME_FILE_BYTES
+    assert runs[0]["syncs"] == 0

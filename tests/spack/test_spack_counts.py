@@ -35,9 +35,9 @@ def committed_reference(root):
 
 
 WORKLOADS = ("fdb-archive-key", "fdb-archive-message", "fdb-retrieve", "grib-encode",
-             "grib-decode", "netcdf-serial", "ior-posix", "mdtest-files")
+             "grib-decode", "netcdf-serial", "ior-posix", "mdtest-files", "nvme-stage-in")
 #: counted by system calls and bytes only
-NO_INSTRUCTIONS = ("ior-posix", "mdtest-files")
+NO_INSTRUCTIONS = ("ior-posix", "mdtest-files", "nvme-stage-in")
 
 
 def test_the_nightlys_counts_check_passes_on_the_committed_references_and_stores_the_counts(

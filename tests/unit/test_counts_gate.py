@@ -211,3 +211,20 @@ def test_staged_programs_have_the_work_directorys_length_wherever_the_release_is
     assert len(str(a.bench)) == len(str(b.bench)) and len(a.env["FDB_ROOT"]) == len(b.env["FDB_ROOT"])
     assert a.bench.resolve() == tmp_path / "r" / "opt" / "fdb" / "bin" / "fdb-archive-bench"
     assert (a.ior / "fdb-archive-bench").is_file() and a.env["X"] == "y" and a.netcdf is None
+
+
+def test_a_call_printed_in_two_parts_is_judged_as_one_printed_whole():
+    """rsync's processes interrupt each other's calls: an openat of the work directory from
+    /tmp names it only in the descriptor it returns, in the second part."""
+    w = "/tmp/iostack-counts-abcdefgh"
+    whole = f'5 openat(4</tmp>, "iostack-counts-abcdefgh", O_RDONLY|O_PATH) = 5<{w}>\n'
+    split = (f'5 openat(4</tmp>, "iostack-counts-abcdefgh", O_RDONLY|O_PATH <unfinished ...>\n'
+             f'6 read(3<{w}/case/f000>, ""..., 65536) = 65536\n'
+             f'5 <... openat resumed>) = 5<{w}>\n')
+    outside = ('5 openat(AT_FDCWD</tmp/iostack-counts-abcdefgh>, "/dev/urandom", O_RDONLY '
+               '<unfinished ...>\n5 <... openat resumed>) = 3</dev/urandom>\n')
+    assert counts.syscall_counts(whole, w)["syscall openat"] == 1
+    assert counts.syscall_counts(split, w)["syscall openat"] == 1
+    assert counts.syscall_counts(split, w)["syscalls"] == 2
+    assert "syscall openat" not in counts.syscall_counts(outside, w)
+    assert counts.syscall_counts(outside, None)["syscall openat"] == 1

@@ -76,6 +76,8 @@ class Programs:
     netcdf: pathlib.Path | None = None
     #: IOR's bin/ (ior and mdtest, the release's), for their workloads; None: not counted
     ior: pathlib.Path | None = None
+    #: nvme-stage (the release's script; rsync from PATH), for its workload; None: not counted
+    nvme_stage: pathlib.Path | None = None
     #: what the references are keyed by: {"site": ..., "fdb-archive-bench": hash, ...}
     build: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -202,6 +204,25 @@ def _mdtest_command(programs: Programs, work: pathlib.Path, size: int):
             "-i", "1"], {}
 
 
+#: nvme-stage's stage-in: files of 64 KiB in an OpenFOAM case's three directories
+NVME_FILES, NVME_FILE_BYTES = 8, 64 << 10
+
+
+def _stage_in_command(programs: Programs, work: pathlib.Path, size: int):
+    """nvme-stage stage-in (one local rsync -a) of a case of NVME_FILES x `size` files into
+    an empty directory (per field: per file)."""
+    assert programs.nvme_stage is not None
+    case, local = work / f"case-{size}", work / f"local-{size}"
+    shutil.rmtree(case, ignore_errors=True)
+    shutil.rmtree(local, ignore_errors=True)
+    dirs = ("0", "constant", "system")
+    for d in dirs:
+        (case / d).mkdir(parents=True)
+    for i in range(NVME_FILES * size):
+        (case / dirs[i % 3] / f"f{i:03d}").write_bytes(bytes(range(256)) * (NVME_FILE_BYTES // 256))
+    return [str(programs.nvme_stage), "stage-in", str(case), str(local)], {}
+
+
 # netcdf-output-bench's INMCM6P day: 71 + 7 + 10 + 44 x 4 + 37 x 8 + 2 x 24 record writes
 NETCDF_RECORDS_PER_DAY = 608
 #: fdb5::FDB::retrieve finds the field (the index lookups) and returns a handle, which reads
@@ -235,6 +256,13 @@ WORKLOADS = {w.name: w for w in (
     Workload("mdtest-files", "mdtest -F, one rank: empty files created, stat()ed, read and "
              "removed in one directory (per field: per file)", MDTEST_FILES, (), _mdtest_command,
              needs="ior", instructions=False, own_files_only=True),
+    Workload("nvme-stage-in", "nvme-stage stage-in, one local rsync -a of a case's files of "
+             "64 KiB into an empty directory (per field: per file)", NVME_FILES, (),
+             _stage_in_command, needs="nvme_stage", instructions=False, own_files_only=True,
+             # rsync sets the directories' times again (0 or 7 calls a run) when a second
+             # turns during the copy
+             gated_calls=("openat", "close", "newfstatat", "read", "write", "renameat",
+                          "fchmod")),
 )}
 
 
@@ -294,6 +322,8 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 #: the tools a counted run starts by name (ecCodes' are counted themselves)
 TOOLS = ("unshare", "setarch", "sh", "hostname", "valgrind", "strace", "grib_filter",
          "grib_get_data", "grib_set", "codes_info")
+#: what a workload's own program starts (nvme-stage: bash, rsync), where the node has it
+THEIR_TOOLS = ("bash", "rsync")
 
 
 def alone_env(work: pathlib.Path) -> dict[str, str]:
@@ -304,7 +334,7 @@ def alone_env(work: pathlib.Path) -> dict[str, str]:
     root (reframe-tests/README.md, "Work counts"). So nothing here depends on who
     runs the count: the work directory has a fixed length, and PATH holds the directories
     of the node's tools (valgrind finds its parts next to itself: no links)."""
-    dirs = [os.path.dirname(t) for t in map(shutil.which, TOOLS) if t]
+    dirs = [os.path.dirname(t) for t in map(shutil.which, TOOLS + THEIR_TOOLS) if t]
     return {"PATH": ":".join(dict.fromkeys([*dirs, "/usr/bin", "/bin"])), "HOME": str(work),
             "LC_ALL": "C"}
 
@@ -333,7 +363,8 @@ def stage(programs: Programs, work: pathlib.Path) -> Programs:
     bench.symlink_to(programs.bench)
     return dataclasses.replace(programs, bench=bench, env=env,
                                netcdf=link("netcdf-output-bench", programs.netcdf),
-                               ior=link("ior", programs.ior))
+                               ior=link("ior", programs.ior),
+                               nvme_stage=link("nvme-stage", programs.nvme_stage))
 
 
 #: what every counted program sees of its node: FDB names its files by host name and by a
@@ -418,8 +449,9 @@ def syscall_counts(trace: str, within: pathlib.Path | str | None = None) -> dict
     calls: dict[str, int] = {}
     written = 0
     # a call another thread interrupted is split into `<unfinished ...>` and `<... resumed>`
-    # lines; only the first names its path
-    pending: dict[str, bool] = {}
+    # lines: it is judged and counted when it completes, on both (its path is in the first,
+    # the descriptor it returns in the second), as a call printed whole is
+    pending: dict[str, tuple[str, str]] = {}
     for line in trace.splitlines():
         m = _CALL.match(line)
         if not m:
@@ -427,20 +459,22 @@ def syscall_counts(trace: str, within: pathlib.Path | str | None = None) -> dict
         resumed, name = m.group(1), m.group(2)
         pid = line.split(None, 1)[0]
         if resumed:
-            counted = pending.pop(pid, within is None)
-        else:
-            # -y shows the working directory (the work directory) as AT_FDCWD's path, and
-            # getcwd names it in its result: neither is a call on a file under it
-            counted = within is None or (name != "getcwd"
-                                         and str(within) in _AT_FDCWD.sub("", line))
-            if "<unfinished" in line:
-                pending[pid] = counted
-        if not counted:
+            if pid not in pending:
+                continue
+            name, first = pending.pop(pid)
+            text = first + line
+        elif "<unfinished" in line:
+            pending[pid] = (name, line)
             continue
-        if name and not resumed:
-            calls[name] = calls.get(name, 0) + 1
-        call = resumed or name
-        if call in WRITES and "<unfinished" not in line:
+        else:
+            text = line
+        # -y shows the working directory (the work directory) as AT_FDCWD's path, and
+        # getcwd names it in its result: neither is a call on a file under it
+        if within is not None and (name == "getcwd"
+                                   or str(within) not in _AT_FDCWD.sub("", text)):
+            continue
+        calls[name] = calls.get(name, 0) + 1
+        if name in WRITES:
             r = _RESULT.search(line)
             if r and int(r.group(1)) > 0:
                 written += int(r.group(1))
@@ -624,7 +658,8 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
     specs = json.loads(lock_file.read_text())["concrete_specs"]
     found = {}
     for h, s in specs.items():
-        if s["name"] in ("fdb-archive-bench", "fdb", "eccodes", "netcdf-output-bench", "ior"):
+        if s["name"] in ("fdb-archive-bench", "fdb", "eccodes", "netcdf-output-bench", "ior",
+                         "nvme-stage"):
             found[s["name"]] = (h, s)
     if "fdb-archive-bench" not in found:
         raise CountsError(f"{lock_file}: no fdb-archive-bench in the release")
@@ -650,11 +685,17 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
         ior = prefix("ior") / "bin"
         if not (ior / "ior").is_file():
             raise CountsError(f"{ior / 'ior'}: not installed (the release's lock names it)")
+    nvme_stage = None
+    if "nvme-stage" in found:
+        nvme_stage = prefix("nvme-stage") / "bin" / "nvme-stage"
+        if not nvme_stage.is_file():
+            raise CountsError(f"{nvme_stage}: not installed (the release's lock names it)")
     build = {"site": site, "fdb-archive-bench": found["fdb-archive-bench"][0]}
-    for name in ("fdb", "eccodes", "netcdf-output-bench", "ior"):
+    for name in ("fdb", "eccodes", "netcdf-output-bench", "ior", "nvme-stage"):
         if name in found:
             build[name] = f"{found[name][1]['version']}/{found[name][0][:7]}"
-    return Programs(bench=bench, env=env, build=build, netcdf=netcdf, ior=ior)
+    return Programs(bench=bench, env=env, build=build, netcdf=netcdf, ior=ior,
+                    nvme_stage=nvme_stage)
 
 
 def reference_file(build: Mapping[str, str], directory: pathlib.Path = REFERENCES_DIR) -> pathlib.Path:
