@@ -31,7 +31,8 @@ from iostack_rfm.base import IostackMixin
 SHOWN = ('instructions', 'syscalls', 'bytes written', 'syncs')
 #: the workloads of iostack.regression.counts.WORKLOADS that every site's stack can run
 WORKLOADS = ('fdb-archive-key', 'fdb-archive-message', 'fdb-retrieve', 'grib-encode',
-             'grib-decode', 'netcdf-serial', 'ior-posix', 'mdtest-files', 'nvme-stage-in')
+             'grib-decode', 'netcdf-serial', 'netcdf-c-combined', 'pnetcdf-combined',
+             'ior-posix', 'mdtest-files', 'nvme-stage-in')
 #: counted by their system calls and bytes only: their time is the file system's
 NO_INSTRUCTIONS = ('ior-posix', 'mdtest-files', 'nvme-stage-in')
 OUTPUT = 'counts.json'

@@ -170,6 +170,16 @@ def _netcdf_command(programs: Programs, work: pathlib.Path, size: int):
             "--output-dir", str(out)], {}
 
 
+def _netcdf_library_command(library: str):
+    def command(programs: Programs, work: pathlib.Path, size: int):
+        out = work / f"{library}-{size}"
+        shutil.rmtree(out, ignore_errors=True)
+        # one rank, a file per output type through the library, durable at every step
+        return [str(programs.netcdf), "--mode", "combined", "--library", library, "--days",
+                str(size), "--sync", "step", "--output-dir", str(out)], {}
+    return command
+
+
 # IOR and mdtest: MPI programs, one rank (MPI's singleton). Their time is the file system's,
 # so only what they ask of it is counted: the system calls on their own files, and bytes
 # (MPI's threads poll, sleep and write to their pipes as the run's timing has it).
@@ -250,6 +260,15 @@ WORKLOADS = {w.name: w for w in (
              ("posix_write", "posix_sync"), _netcdf_command, needs="netcdf",
              # MPI's progress thread polls and wakes as the run's timing has it
              gated_calls=("pwrite64", "fsync")),
+    Workload("netcdf-c-combined", "netcdf-output-bench --mode combined --library netcdf "
+             "--sync step, one rank: each record put through netCDF-C (HDF5) into its output "
+             "type's file, nc_sync per file and step (per field: per record written)",
+             NETCDF_RECORDS_PER_DAY, ("nc_put_vara*", "nc_sync"), _netcdf_library_command("netcdf"),
+             needs="netcdf", own_files_only=True),
+    Workload("pnetcdf-combined", "the same through PnetCDF (--library pnetcdf): "
+             "ncmpi_put_vara_all, ncmpi_sync (per field: per record written)",
+             NETCDF_RECORDS_PER_DAY, ("ncmpi_put_vara*", "ncmpi_sync"),
+             _netcdf_library_command("pnetcdf"), needs="netcdf", own_files_only=True),
     Workload("ior-posix", "IOR, POSIX, one rank: 1 MiB segments in 64 KiB transfers written, "
              "fsynced at close, read back (per field: per transfer)", IOR_BLOCK // IOR_TRANSFER,
              (), _ior_command, needs="ior", instructions=False, own_files_only=True),
