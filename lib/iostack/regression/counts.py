@@ -172,11 +172,13 @@ def _netcdf_command(programs: Programs, work: pathlib.Path, size: int):
 
 def _netcdf_library_command(library: str):
     def command(programs: Programs, work: pathlib.Path, size: int):
-        out = work / f"{library}-{size}"
-        shutil.rmtree(out, ignore_errors=True)
-        # one rank, a file per output type through the library, durable at every step
+        out = f"{library}-{size}"
+        shutil.rmtree(work / out, ignore_errors=True)
+        # one rank, a file per output type through the library, durable at every step; the
+        # directory relative to the work directory (the program's own), since HDF5 compares
+        # file names, and the work directory's random name made 0.9% of netCDF-C's count
         return [str(programs.netcdf), "--mode", "combined", "--library", library, "--days",
-                str(size), "--sync", "step", "--output-dir", str(out)], {}
+                str(size), "--sync", "step", "--output-dir", out], {}
     return command
 
 
