@@ -302,7 +302,7 @@ def test_a_counted_run_sees_only_its_own_environment(tmp_path, monkeypatch):
     p = counts_lib._run(["env"], {"FDB_HOME": "/h"}, tmp_path, "env", alone=True)
     seen = dict(line.split("=", 1) for line in p.stdout.splitlines())
     assert seen == {**counts_lib.alone_env(tmp_path), "FDB_HOME": "/h"}
-    assert set(seen) == {"PATH", "HOME", "LC_ALL", "FDB_HOME"}
+    assert set(seen) == {"PATH", "HOME", "LC_ALL", "TMPDIR", "FDB_HOME"}
     assert counts_lib.injected({"LD_PRELOAD": "/s.so", "IOSTACK_INJECT_SYNC": "1", "PAD": "x"}) \
         == {"LD_PRELOAD": "/s.so", "IOSTACK_INJECT_SYNC": "1"}
 
@@ -326,3 +326,28 @@ def test_nvme_stage_in_is_counted_per_file_exactly(tmp_path):
     assert {c: runs[1].get(f"syscall {c}") for c in gated} == first
     assert runs[0]["bytes written"] == runs[1]["bytes written"] == counts_lib.NVME_FILE_BYTES
     assert runs[0]["syncs"] == 0
+
+
+SINGLETON = "#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n"
+
+
+@pytest.mark.skipif(not shutil.which("mpicc"), reason="no mpicc (libopenmpi-dev)")
+def test_counted_mpi_singletons_at_once_each_start(tmp_path):
+    """Counted runs share a host name and a process id (isolated()), which is how Open MPI
+    names a singleton's session directory: without a TMPDIR of their own, two at once
+    aborted in MPI_Init (2 of 6 pairs of `counts check` of IOR and mdtest)."""
+    (tmp_path / "hello.c").write_text(SINGLETON)
+    subprocess.run(["mpicc", "-o", tmp_path / "hello", tmp_path / "hello.c"], check=True)
+    failed = []
+    for pair in range(8):
+        works = [tmp_path / f"w{pair}{k}" for k in "ab"]
+        procs = []
+        for work in works:
+            work.mkdir()
+            env = counts_lib.alone_env(work)
+            procs.append(subprocess.Popen(
+                ["env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                 *counts_lib.isolated([str(tmp_path / "hello")])],
+                cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        failed += [p.communicate(timeout=120)[0] for p in procs if p.wait(timeout=120) != 0]
+    assert failed == []

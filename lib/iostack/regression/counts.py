@@ -356,8 +356,12 @@ def alone_env(work: pathlib.Path) -> dict[str, str]:
     runs the count: the work directory has a fixed length, and PATH holds the directories
     of the node's tools (valgrind finds its parts next to itself: no links)."""
     dirs = [os.path.dirname(t) for t in map(shutil.which, TOOLS + THEIR_TOOLS) if t]
+    # TMPDIR: Open MPI names a singleton's session directory by host name and process id,
+    # the same in every counted run (isolated()): two counts on one node at once collided
+    # there ("Local abort before MPI_INIT completed")
+    (work / "tmp").mkdir(exist_ok=True)
     return {"PATH": ":".join(dict.fromkeys([*dirs, "/usr/bin", "/bin"])), "HOME": str(work),
-            "LC_ALL": "C"}
+            "LC_ALL": "C", "TMPDIR": str(work / "tmp")}
 
 
 def injected(environ: Mapping[str, str]) -> dict[str, str]:
