@@ -328,7 +328,9 @@ def test_nvme_stage_in_is_counted_per_file_exactly(tmp_path):
     assert runs[0]["syncs"] == 0
 
 
-SINGLETON = "#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n"
+# alive for a second, as a counted IOR is, so that the two overlap
+SINGLETON = ("#include <mpi.h>\n#include <unistd.h>\n"
+             "int main(int c, char **v) { MPI_Init(&c, &v); sleep(1); MPI_Finalize(); return 0; }\n")
 
 
 @pytest.mark.skipif(not shutil.which("mpicc"), reason="no mpicc (libopenmpi-dev)")
@@ -349,5 +351,5 @@ def test_counted_mpi_singletons_at_once_each_start(tmp_path):
                 ["env", "-i", *(f"{k}={v}" for k, v in env.items()),
                  *counts_lib.isolated([str(tmp_path / "hello")])],
                 cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        failed += [p.communicate(timeout=120)[0] for p in procs if p.wait(timeout=120) != 0]
+        failed += [p.communicate(timeout=60)[0] for p in procs if p.wait(timeout=60) != 0]
     assert failed == []
