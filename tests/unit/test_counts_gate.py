@@ -228,3 +228,11 @@ def test_a_call_printed_in_two_parts_is_judged_as_one_printed_whole():
     assert counts.syscall_counts(split, w)["syscalls"] == 2
     assert "syscall openat" not in counts.syscall_counts(outside, w)
     assert counts.syscall_counts(outside, None)["syscall openat"] == 1
+
+
+def test_a_workload_whose_instructions_are_not_gated_records_them_shown_only():
+    run = {"netcdf-c-combined": counts.Measurement({"instructions": 89000.0, "syscall pwrite64": 1.0},
+                                                   {}, ())}
+    ref = counts.reference([run, run], {"site": "x", "fdb-archive-bench": "h"}, None, None)
+    c = ref["workloads"]["netcdf-c-combined"]["counts"]
+    assert c["instructions"]["tolerance"] is None and c["syscall pwrite64"]["tolerance"] is not None

@@ -100,6 +100,9 @@ class Workload:
     #: callgrind's instructions too (False: system calls and bytes only, for the programs
     #: whose time is the file system's)
     instructions: bool = True
+    #: instructions gated (False: shown only, for a library whose work follows the heap's
+    #: layout, which MPI's threads leave different on every run)
+    gate_instructions: bool = True
     #: count only the system calls on files under the work directory (its outputs), not
     #: those of the MPI library's own threads, pipes and sockets
     own_files_only: bool = False
@@ -266,7 +269,10 @@ WORKLOADS = {w.name: w for w in (
              "--sync step, one rank: each record put through netCDF-C (HDF5) into its output "
              "type's file, nc_sync per file and step (per field: per record written)",
              NETCDF_RECORDS_PER_DAY, ("nc_put_vara*", "nc_sync"), _netcdf_library_command("netcdf"),
-             needs="netcdf", own_files_only=True),
+             needs="netcdf", own_files_only=True,
+             # HDF5's strcmp and memset moved by up to 0.7% between runs (10 runs: 88,592 to
+             # 89,188 a record), with the heap as MPI's threads left it
+             gate_instructions=False),
     Workload("pnetcdf-combined", "the same through PnetCDF (--library pnetcdf): "
              "ncmpi_put_vara_all, ncmpi_sync (per field: per record written)",
              NETCDF_RECORDS_PER_DAY, ("ncmpi_put_vara*", "ncmpi_sync"),
@@ -594,6 +600,8 @@ def reference(runs: Sequence[Mapping[str, Measurement]], build: Mapping[str, str
             gated = spread <= GATE_SPREAD and med >= 0
             if calls is not None and (key == "syscalls" or (
                     key.startswith("syscall ") and key.split(" ", 1)[1] not in calls)):
+                gated = False
+            if key == "instructions" and not WORKLOADS[name].gate_instructions:
                 gated = False
             counts[key] = {"value": round(med, 6), "spread": round(spread, 6),
                            "tolerance": round(tolerance(spread), 6) if gated else None}
