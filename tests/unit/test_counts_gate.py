@@ -236,3 +236,18 @@ def test_a_workload_whose_instructions_are_not_gated_records_them_shown_only():
     ref = counts.reference([run, run], {"site": "x", "fdb-archive-bench": "h"}, None, None)
     c = ref["workloads"]["netcdf-c-combined"]["counts"]
     assert c["instructions"]["tolerance"] is None and c["syscall pwrite64"]["tolerance"] is not None
+
+
+def test_the_work_directory_is_the_lowest_free_number_and_never_one_it_did_not_make(tmp_path):
+    """Its name is in FDB's paths, which FDB compares: runs one after another get the same."""
+    first = counts._workdir(None, "a", parent=tmp_path)
+    with first as a:
+        assert a == tmp_path / "iostack-counts-00000000" and oct(a.stat().st_mode & 0o777) == "0o700"
+        with counts._workdir(None, "b", parent=tmp_path) as b:
+            assert b.name == "iostack-counts-00000001"
+    with counts._workdir(None, "c", parent=tmp_path) as c:
+        assert c.name == "iostack-counts-00000000"
+    # a name someone else made (a link planted in /tmp) is passed over, not used
+    (tmp_path / "iostack-counts-00000000").symlink_to(tmp_path / "elsewhere")
+    with counts._workdir(None, "d", parent=tmp_path) as d:
+        assert d.name == "iostack-counts-00000001" and not d.is_symlink()

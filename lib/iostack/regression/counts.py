@@ -39,7 +39,6 @@ import re
 import shutil
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
 import yaml
@@ -784,16 +783,24 @@ def check(programs: Programs, ref: Mapping, names: Sequence[str] | None = None,
 
 
 class _workdir:
-    """A fresh directory /tmp/iostack-counts-XXXXXXXX: its path is in FDB's TOC and index
-    entries and in every field's location, so its length moves the counts (by hundreds of
-    instructions a field, one character shorter); moved under `keep` afterwards if given."""
+    """A fresh directory /tmp/iostack-counts-NNNNNNNN, the lowest number free: its path is
+    in FDB's TOC and index entries and in every field's location, so its length moves the
+    counts (by hundreds of instructions a field, one character shorter), and so do its
+    characters (FDB compares paths). Runs one after another get the same name; made here
+    (0700), never taken over from someone else. Moved under `keep` afterwards if given."""
 
-    def __init__(self, keep: pathlib.Path | None, label: str):
-        self.keep, self.label = keep, label
+    def __init__(self, keep: pathlib.Path | None, label: str, parent: pathlib.Path = pathlib.Path("/tmp")):
+        self.keep, self.label, self.parent = keep, label, parent
 
     def __enter__(self) -> pathlib.Path:
-        self.path = pathlib.Path(tempfile.mkdtemp(prefix="iostack-counts-", dir="/tmp"))
-        return self.path
+        for n in range(10_000):
+            self.path = self.parent / f"iostack-counts-{n:08d}"
+            try:
+                self.path.mkdir(mode=0o700)
+                return self.path
+            except FileExistsError:
+                continue
+        raise CountsError(f"{self.parent}/iostack-counts-*: 10,000 taken; remove old ones")
 
     def __exit__(self, *exc):
         if self.keep:
