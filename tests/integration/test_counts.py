@@ -9,6 +9,7 @@ functions that grew, and leaves grib_get_data's output as it was; FDB expanding 
 against its schema twice (tests/support/counts/expand_twice.cc) fails the key path's
 instructions and archives the same fields; bad input is one line."""
 import os
+import pathlib
 import platform
 import re
 import shutil
@@ -346,6 +347,7 @@ def test_counted_mpi_singletons_at_once_each_start(tmp_path):
         procs = []
         for work in works:
             work.mkdir()
+            pathlib.Path(f"{work}.tmp").mkdir()
             env = counts_lib.alone_env(work)
             procs.append(subprocess.Popen(
                 ["env", "-i", *(f"{k}={v}" for k, v in env.items()),

@@ -363,10 +363,10 @@ def alone_env(work: pathlib.Path) -> dict[str, str]:
     dirs = [os.path.dirname(t) for t in map(shutil.which, TOOLS + THEIR_TOOLS) if t]
     # TMPDIR: Open MPI names a singleton's session directory by host name and process id,
     # the same in every counted run (isolated()): two counts on one node at once collided
-    # there ("Local abort before MPI_INIT completed")
-    (work / "tmp").mkdir(exist_ok=True)
+    # there ("Local abort before MPI_INIT completed"). Beside the work directory, not in
+    # it: MPI's files are not the program's own (own_files_only)
     return {"PATH": ":".join(dict.fromkeys([*dirs, "/usr/bin", "/bin"])), "HOME": str(work),
-            "LC_ALL": "C", "TMPDIR": str(work / "tmp")}
+            "LC_ALL": "C", "TMPDIR": f"{work}.tmp"}
 
 
 def injected(environ: Mapping[str, str]) -> dict[str, str]:
@@ -501,7 +501,7 @@ def syscall_counts(trace: str, within: pathlib.Path | str | None = None) -> dict
         # -y shows the working directory (the work directory) as AT_FDCWD's path, and
         # getcwd names it in its result: neither is a call on a file under it
         if within is not None and (name == "getcwd"
-                                   or str(within) not in _AT_FDCWD.sub("", text)):
+                                   or f"{within}/" not in _AT_FDCWD.sub("", text)):
             continue
         calls[name] = calls.get(name, 0) + 1
         if name in WRITES:
@@ -797,12 +797,17 @@ class _workdir:
             self.path = self.parent / f"iostack-counts-{n:08d}"
             try:
                 self.path.mkdir(mode=0o700)
-                return self.path
             except FileExistsError:
                 continue
+            try:
+                pathlib.Path(f"{self.path}.tmp").mkdir(mode=0o700)   # alone_env()'s TMPDIR
+                return self.path
+            except FileExistsError:
+                self.path.rmdir()
         raise CountsError(f"{self.parent}/iostack-counts-*: 10,000 taken; remove old ones")
 
     def __exit__(self, *exc):
+        shutil.rmtree(f"{self.path}.tmp", ignore_errors=True)
         if self.keep:
             shutil.move(str(self.path), str(self.keep / f"{self.label}-{self.path.name}"))
         else:
