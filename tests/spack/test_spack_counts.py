@@ -62,14 +62,19 @@ def test_the_nightlys_counts_check_passes_on_the_committed_references_and_stores
     assert job_out[-1] == f"iostack: work counts within their bands ({ref.name})"
     values = results.perf_values(tc)
     committed = yaml.safe_load(ref.read_text())["workloads"]
+    def within_band(count, value):
+        # a count the references show but do not gate (netCDF-C's instructions, the total
+        # of nvme-stage's calls) is only there
+        ref = count["tolerance"]
+        return value >= 0 if ref is None else abs(value - count["value"]) <= ref * count["value"]
+
     for workload in WORKLOADS:
         c = committed[workload]["counts"]
         if workload in NO_INSTRUCTIONS:
             assert f"{workload} instructions" not in values
-            assert values[f"{workload} syscalls"].value == c["syscalls"]["value"]
+            assert within_band(c["syscalls"], values[f"{workload} syscalls"].value)
         else:
-            expected = c["instructions"]["value"]
-            assert abs(values[f"{workload} instructions"].value - expected) <= 0.001 * expected
+            assert within_band(c["instructions"], values[f"{workload} instructions"].value)
         assert values[f"{workload} syncs"].value == c["syncs"]["value"]
 
 
