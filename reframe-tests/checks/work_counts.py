@@ -32,7 +32,7 @@ SHOWN = ('instructions', 'syscalls', 'bytes written', 'syncs')
 #: the workloads of iostack.regression.counts.WORKLOADS that every site's stack can run
 WORKLOADS = ('fdb-archive-key', 'fdb-archive-message', 'fdb-retrieve', 'grib-encode',
              'grib-decode', 'netcdf-serial', 'netcdf-c-combined', 'pnetcdf-combined',
-             'ior-posix', 'mdtest-files', 'nvme-stage-in')
+             'pnetcdf-batching', 'ior-posix', 'mdtest-files', 'nvme-stage-in')
 #: counted by their system calls and bytes only: their time is the file system's
 NO_INSTRUCTIONS = ('ior-posix', 'mdtest-files', 'nvme-stage-in')
 OUTPUT = 'counts.json'

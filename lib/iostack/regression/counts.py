@@ -172,14 +172,14 @@ def _netcdf_command(programs: Programs, work: pathlib.Path, size: int):
             "--output-dir", str(out)], {}
 
 
-def _netcdf_library_command(library: str):
+def _netcdf_library_command(library: str, mode: str = "combined"):
     def command(programs: Programs, work: pathlib.Path, size: int):
-        out = f"{library}-{size}"
+        out = f"{library}-{mode}-{size}"
         shutil.rmtree(work / out, ignore_errors=True)
         # one rank, a file per output type through the library, durable at every step; the
         # directory relative to the work directory (the program's own), since HDF5 compares
         # file names, and the work directory's random name made 0.9% of netCDF-C's count
-        return [str(programs.netcdf), "--mode", "combined", "--library", library, "--days",
+        return [str(programs.netcdf), "--mode", mode, "--library", library, "--days",
                 str(size), "--sync", "step", "--output-dir", out], {}
     return command
 
@@ -276,6 +276,10 @@ WORKLOADS = {w.name: w for w in (
              "ncmpi_put_vara_all, ncmpi_sync (per field: per record written)",
              NETCDF_RECORDS_PER_DAY, ("ncmpi_put_vara*", "ncmpi_sync"),
              _netcdf_library_command("pnetcdf"), needs="netcdf", own_files_only=True),
+    Workload("pnetcdf-batching", "the same batching 8 records of a field in one call "
+             "(--mode batching; per field: per record written)", NETCDF_RECORDS_PER_DAY,
+             ("ncmpi_put_vara*", "ncmpi_sync"), _netcdf_library_command("pnetcdf", "batching"),
+             needs="netcdf", own_files_only=True),
     Workload("ior-posix", "IOR, POSIX, one rank: 1 MiB segments in 64 KiB transfers written, "
              "fsynced at close, read back (per field: per transfer)", IOR_BLOCK // IOR_TRANSFER,
              (), _ior_command, needs="ior", instructions=False, own_files_only=True),
