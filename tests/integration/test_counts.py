@@ -282,8 +282,7 @@ def test_the_expand_shim_without_its_variable_passes(bench, recorded, expand_twi
     (["record", "--runs", "1"], "iostack: error: --runs: at least 2, so that the spread is "
                                 "measured"),
     (["check", "--workload", "nope"], "iostack: error: no workload nope; there are: "
-                                      "fdb-archive-key, fdb-archive-message, fdb-retrieve, grib-encode, "
-                                      "grib-decode, netcdf-serial, ior-posix, mdtest-files"),
+                                      + ", ".join(counts_lib.WORKLOADS)),
     (["check"], "iostack: error: counts --bench: give --references FILE (the references of "
                 "that build)"),
 ])
