@@ -254,3 +254,11 @@ def test_the_work_directory_is_the_lowest_free_number_and_never_one_it_did_not_m
     (tmp_path / "iostack-counts-00000000").symlink_to(tmp_path / "elsewhere")
     with counts._workdir(None, "d", parent=tmp_path) as d:
         assert d.name == "iostack-counts-00000001" and not d.is_symlink()
+
+
+def test_fdb_retrieves_instructions_have_the_band_its_install_path_needs():
+    run = {"fdb-retrieve": counts.Measurement({"instructions": 1957594.0, "syscall read": 1.0}, {}, ())}
+    c = counts.reference([run, run], {"site": "x", "fdb-archive-bench": "h"}, None, None)[
+        "workloads"]["fdb-retrieve"]["counts"]
+    # 0.12% between two deployments of one build passes; a 2% regression does not
+    assert c["instructions"]["tolerance"] == 0.005 and c["syscall read"]["tolerance"] == 0.001

@@ -102,6 +102,8 @@ class Workload:
     #: instructions gated (False: shown only, for a library whose work follows the heap's
     #: layout, which MPI's threads leave different on every run)
     gate_instructions: bool = True
+    #: the narrowest band of its instructions (a fraction)
+    instructions_floor: float = MIN_TOLERANCE
     #: count only the system calls on files under the work directory (its outputs), not
     #: those of the MPI library's own threads, pipes and sockets
     own_files_only: bool = False
@@ -251,7 +253,11 @@ WORKLOADS = {w.name: w for w in (
              FDB_STEPS * FDB_PARAMS, TIMED_FDB, _fdb_command("message")),
     Workload("fdb-retrieve", "FDB retrieve of each field by its key, its data read whole "
              "(fdb-archive-bench --verify, after an archive that is not counted)",
-             FDB_STEPS * FDB_PARAMS, TIMED_RETRIEVE, _retrieve_command),
+             FDB_STEPS * FDB_PARAMS, TIMED_RETRIEVE, _retrieve_command,
+             # its memcmp follows where the release is installed (the libraries' paths in
+             # ld.so's heap): a deploy of the same build under CI's pytest directory counted
+             # 0.11-0.12% fewer than the references' (3 runs steady there): 2% still fails
+             instructions_floor=0.005),
     Workload("grib-encode", "ecCodes encoding gribgen's fields (grib_filter: header keys, "
              "values packed to 16 bits, the message)", GRIB_STEPS * (4 * GRIB_LEVELS + 2),
              ("grib_set_values", "grib_set_double_array", "grib_get_message"), _encode_command),
@@ -574,10 +580,10 @@ def measure_all(programs: Programs, work: pathlib.Path,
 
 # --- references and the gate ---------------------------------------------------------------
 
-def tolerance(spread: float) -> float:
+def tolerance(spread: float, floor: float = MIN_TOLERANCE) -> float:
     """A count's band, a fraction of its value: three times its recorded spread, between
-    MIN_TOLERANCE and MAX_TOLERANCE."""
-    return min(max(3 * spread, MIN_TOLERANCE), MAX_TOLERANCE)
+    `floor` (MIN_TOLERANCE unless the workload says) and MAX_TOLERANCE."""
+    return min(max(3 * spread, floor), MAX_TOLERANCE)
 
 
 def reference(runs: Sequence[Mapping[str, Measurement]], build: Mapping[str, str],
@@ -607,7 +613,9 @@ def reference(runs: Sequence[Mapping[str, Measurement]], build: Mapping[str, str
             if key == "instructions" and not WORKLOADS[name].gate_instructions:
                 gated = False
             counts[key] = {"value": round(med, 6), "spread": round(spread, 6),
-                           "tolerance": round(tolerance(spread), 6) if gated else None}
+                           "tolerance": round(tolerance(spread, WORKLOADS[name].instructions_floor
+                                                        if key == "instructions" else MIN_TOLERANCE), 6)
+                           if gated else None}
         table = runs[-1][name].functions
         top = sorted(table, key=lambda f: -abs(table[f]))[:TOP_FUNCTIONS]
         out["workloads"][name] = {"description": WORKLOADS[name].description,
