@@ -9,7 +9,6 @@ functions that grew, and leaves grib_get_data's output as it was; FDB expanding 
 against its schema twice (tests/support/counts/expand_twice.cc) fails the key path's
 instructions and archives the same fields; bad input is one line."""
 import os
-import pathlib
 import platform
 import re
 import shutil
@@ -327,30 +326,3 @@ def test_nvme_stage_in_is_counted_per_file_exactly(tmp_path):
     assert runs[0]["bytes written"] == runs[1]["bytes written"] == counts_lib.NVME_FILE_BYTES
     assert runs[0]["syncs"] == 0
 
-
-# alive for a second, as a counted IOR is, so that the two overlap
-SINGLETON = ("#include <mpi.h>\n#include <unistd.h>\n"
-             "int main(int c, char **v) { MPI_Init(&c, &v); sleep(1); MPI_Finalize(); return 0; }\n")
-
-
-@pytest.mark.skipif(not shutil.which("mpicc"), reason="no mpicc (libopenmpi-dev)")
-def test_counted_mpi_singletons_at_once_each_start(tmp_path):
-    """Counted runs share a host name and a process id (isolated()), which is how Open MPI
-    names a singleton's session directory: without a TMPDIR of their own, two at once
-    aborted in MPI_Init (2 of 6 pairs of `counts check` of IOR and mdtest)."""
-    (tmp_path / "hello.c").write_text(SINGLETON)
-    subprocess.run(["mpicc", "-o", tmp_path / "hello", tmp_path / "hello.c"], check=True)
-    failed = []
-    for pair in range(8):
-        works = [tmp_path / f"w{pair}{k}" for k in "ab"]
-        procs = []
-        for work in works:
-            work.mkdir()
-            pathlib.Path(f"{work}.tmp").mkdir()
-            env = counts_lib.alone_env(work)
-            procs.append(subprocess.Popen(
-                ["env", "-i", *(f"{k}={v}" for k, v in env.items()),
-                 *counts_lib.isolated([str(tmp_path / "hello")])],
-                cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        failed += [p.communicate(timeout=60)[0] for p in procs if p.wait(timeout=60) != 0]
-    assert failed == []
