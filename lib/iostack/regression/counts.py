@@ -99,11 +99,9 @@ class Workload:
     #: callgrind's instructions too (False: system calls and bytes only, for the programs
     #: whose time is the file system's)
     instructions: bool = True
-    #: instructions gated (False: shown only, for a library whose work follows the heap's
-    #: layout, which MPI's threads leave different on every run)
-    gate_instructions: bool = True
-    #: the narrowest band of its instructions (a fraction)
-    instructions_floor: float = MIN_TOLERANCE
+    #: the narrowest band of its instructions (a fraction); None: shown, never gated (a
+    #: library whose work follows the heap's layout, which MPI's threads leave different)
+    instructions_floor: float | None = MIN_TOLERANCE
     #: count only the system calls on files under the work directory (its outputs), not
     #: those of the MPI library's own threads, pipes and sockets
     own_files_only: bool = False
@@ -179,8 +177,8 @@ def _netcdf_library_command(library: str, mode: str = "combined"):
         out = f"{library}-{mode}-{size}"
         shutil.rmtree(work / out, ignore_errors=True)
         # one rank, a file per output type through the library, durable at every step; the
-        # directory relative to the work directory (the program's own), since HDF5 compares
-        # file names, and the work directory's random name made 0.9% of netCDF-C's count
+        # directory named relative to the work directory (the program's own): HDF5 compares
+        # file names
         return [str(programs.netcdf), "--mode", mode, "--library", library, "--days",
                 str(size), "--sync", "step", "--output-dir", out], {}
     return command
@@ -277,7 +275,7 @@ WORKLOADS = {w.name: w for w in (
              needs="netcdf", own_files_only=True,
              # HDF5's strcmp and memset moved by up to 0.7% between runs (10 runs: 88,592 to
              # 89,188 a record), with the heap as MPI's threads left it
-             gate_instructions=False),
+             instructions_floor=None),
     Workload("pnetcdf-combined", "the same through PnetCDF (--library pnetcdf): "
              "ncmpi_put_vara_all, ncmpi_sync (per field: per record written)",
              NETCDF_RECORDS_PER_DAY, ("ncmpi_put_vara*", "ncmpi_sync"),
@@ -610,12 +608,12 @@ def reference(runs: Sequence[Mapping[str, Measurement]], build: Mapping[str, str
             if calls is not None and (key == "syscalls" or (
                     key.startswith("syscall ") and key.split(" ", 1)[1] not in calls)):
                 gated = False
-            if key == "instructions" and not WORKLOADS[name].gate_instructions:
+            floor = WORKLOADS[name].instructions_floor if key == "instructions" else MIN_TOLERANCE
+            if floor is None:
                 gated = False
             counts[key] = {"value": round(med, 6), "spread": round(spread, 6),
-                           "tolerance": round(tolerance(spread, WORKLOADS[name].instructions_floor
-                                                        if key == "instructions" else MIN_TOLERANCE), 6)
-                           if gated else None}
+                           "tolerance": round(tolerance(spread, floor), 6)
+                           if gated and floor is not None else None}
         table = runs[-1][name].functions
         top = sorted(table, key=lambda f: -abs(table[f]))[:TOP_FUNCTIONS]
         out["workloads"][name] = {"description": WORKLOADS[name].description,
