@@ -21,12 +21,13 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from ansible_helpers import FIXTURES, Run, ansible_env, run_role
 
-from iostack_testbed.cluster import drop_stale_partitions
+from iostack_testbed.cluster import ClusterError, drop_partitions, drop_stale_partitions, partition_holders
 
 pytestmark = pytest.mark.usefixtures("loop_devices")
 
@@ -70,8 +71,7 @@ def loops(is_root, tmp_path):
     for dev in made:
         # partitions partx added (oracle_localscratch) outlive the detach as stale
         # /dev/loopNp1 nodes that the next user of the device would find: drop them first
-        if shutil.which("partx") and glob.glob(f"{dev}p*"):
-            _sh("partx", "-d", dev, check=False)
+        drop_partitions(dev)
         _sh("losetup", "-d", dev, check=False)
         assert not glob.glob(f"{dev}p*"), f"{dev}: partitions left behind"
 
@@ -663,3 +663,32 @@ def test_a_partition_an_earlier_user_left_on_the_device_is_dropped(loops, tmp_pa
     assert glob.glob(f"{dev}p*") == [f"{dev}p1"]       # stale: the new image is all zeros
     drop_stale_partitions(dev)
     assert glob.glob(f"{dev}p*") == []
+
+
+def test_a_partition_another_namespace_still_mounts_is_dropped_once_that_namespace_ends(
+        loops, tmp_path):
+    """What failed CI: a test elsewhere made a mount namespace (`unshare --mount`) while this
+    module's partition was mounted; the host's umount left that copy, so `partx -d` got
+    EBUSY and the partition outlived the device. Dropping it waits for the namespace (it
+    ends with its test) and, if it does not end, names it."""
+    if not shutil.which("parted") or not shutil.which("partx"):
+        pytest.skip("parted/partx not installed (apt: parted, util-linux)")
+    dev, part, _, _ = oracle_localscratch(loops, tmp_path)
+    holder = subprocess.Popen(["unshare", "--mount", "sh", "-c", "echo copied; exec cat"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "copied\n"     # its namespace holds a copy now
+        _sh("umount", str(tmp_path / "mnt"))
+        assert _sh("partx", "-d", dev, check=False).returncode != 0       # EBUSY, as in CI
+        assert glob.glob(f"{dev}p*") == [part]
+        (held,) = partition_holders(dev)
+        assert held.startswith("pid ") and held.endswith("(cat)")
+        with pytest.raises(ClusterError, match=r"still in use after 0 s, mounted by pid \d+ \(cat\)"):
+            drop_partitions(dev, wait=0)
+        assert glob.glob(f"{dev}p*") == [part]
+        threading.Timer(1.0, holder.stdin.close).start()    # the other test ends
+        drop_partitions(dev, wait=120)
+        assert glob.glob(f"{dev}p*") == []
+    finally:
+        holder.kill()
+        holder.wait()

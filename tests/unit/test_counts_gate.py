@@ -262,3 +262,16 @@ def test_fdb_retrieves_instructions_have_the_band_its_install_path_needs():
         "workloads"]["fdb-retrieve"]["counts"]
     # 0.12% between two deployments of one build passes; a 2% regression does not
     assert c["instructions"]["tolerance"] == 0.005 and c["syscall read"]["tolerance"] == 0.001
+
+
+def test_a_count_is_within_its_band_as_the_gate_judges_it():
+    """The one judgement the gate and the Spack tier's check share: the syncs per field CI
+    counted for pnetcdf-combined are within the reference's 6 digits and band; 0.2% more
+    are not."""
+    syncs = {"value": 0.064145, "spread": 0.0, "tolerance": 0.001}
+    assert counts.within_band(syncs, 0.06414473684210527)
+    assert not counts.within_band(syncs, 0.06414473684210527 * 1.002)
+    assert counts.within_band({"value": 0.0, "tolerance": 0.001}, 0.0)
+    assert not counts.within_band({"value": 0.0, "tolerance": 0.001}, 1 / 760)
+    assert counts.within_band({"value": 12.0, "tolerance": None}, 0.0)    # shown only
+    assert not counts.within_band({"value": 12.0, "tolerance": None}, -1.0)

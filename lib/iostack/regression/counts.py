@@ -646,6 +646,17 @@ class Move:
         return text
 
 
+def within_band(reference: Mapping, value: float) -> bool:
+    """Whether a count per field is within its reference's band; a count the reference shows
+    without a band only has to be there. 1e-6: the digits the reference stores."""
+    tol, expected = reference.get("tolerance"), reference["value"]
+    if tol is None:
+        return value >= 0
+    if not expected:
+        return abs(value) <= 1e-6
+    return abs(value - expected) <= tol * expected + 1e-6
+
+
 def compare(ref: Mapping, measured: Mapping[str, Measurement]) -> list[Move]:
     """The gated counts that moved beyond their band, either way (an improvement is
     re-recorded in the commit that made it, so the next regression is measured from it)."""
@@ -658,13 +669,10 @@ def compare(ref: Mapping, measured: Mapping[str, Measurement]) -> list[Move]:
             tol = r.get("tolerance")
             if tol is None:
                 continue
-            value, expected = m.counts.get(count, 0.0), r["value"]
-            # 1e-6: the reference's stored digits
-            moved = (abs(value - expected) > tol * expected + 1e-6 if expected
-                     else abs(value) > 1e-6)
-            if moved:
+            value = m.counts.get(count, 0.0)
+            if not within_band(r, value):
                 grew = growth(entry.get("functions", {}), m.functions) if count == "instructions" else []
-                moves.append(Move(name, count, expected, value, tol, grew))
+                moves.append(Move(name, count, r["value"], value, tol, grew))
         calls = WORKLOADS[name].gated_calls if name in WORKLOADS else None
         for count, value in m.counts.items():
             if calls is not None and count.split(" ", 1)[-1] not in calls:

@@ -99,13 +99,52 @@ def _run(*argv, check=True, input=None, timeout=120) -> subprocess.CompletedProc
     return p
 
 
-def drop_stale_partitions(device: str) -> None:
+def drop_stale_partitions(device: str, wait: float = 300.0) -> None:
     """A new image has no partition table, so a partition the kernel shows on its loop device
     was added (partx) by an earlier user of the device and outlived the detach; the
     nvme_scratch role would refuse the device as holding data."""
+    drop_partitions(device, wait)
+
+
+def _partitions(device: str) -> list[pathlib.Path]:
     name = pathlib.Path(device).name
-    if list(pathlib.Path("/sys/block", name).glob(f"{name}p*")):
-        _run(_tool("partx"), "-d", device)
+    return sorted(pathlib.Path("/sys/block", name).glob(f"{name}p*"))
+
+
+def partition_holders(device: str) -> list[str]:
+    """The processes, one per mount namespace, that have one of the device's partitions
+    mounted. A namespace made (`unshare --mount`, private) while a partition was mounted keeps
+    its copy of the mount after the host unmounts it, and with it the partition open."""
+    numbers = {(part / "dev").read_text().strip() for part in _partitions(device)}
+    holders: dict[str, str] = {}
+    for proc in pathlib.Path("/proc").glob("[0-9]*"):
+        try:
+            namespace = os.readlink(proc / "ns" / "mnt")
+            if namespace in holders:
+                continue
+            if any(line.split()[2] in numbers
+                   for line in (proc / "mountinfo").read_text().splitlines()):
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+                holders[namespace] = f"pid {proc.name} ({shlex.join(a.decode() for a in argv if a)})"
+        except OSError:       # gone, or not ours to read
+            continue
+    return sorted(holders.values())
+
+
+def drop_partitions(device: str, wait: float = 300.0, poll: float = 0.2) -> None:
+    """Deletes the partitions partx added to a loop device (they outlive its detach). While a
+    partition is still mounted in another test's mount namespace, partx gets EBUSY: wait
+    for that namespace to end (with its test), at most `wait` seconds, then name it."""
+    deadline = time.monotonic() + wait
+    while _partitions(device):
+        p = _run(_tool("partx"), "-d", device, check=False)
+        if not _partitions(device):
+            return
+        if time.monotonic() >= deadline:
+            held = ", ".join(partition_holders(device)) or "no mount namespace (open elsewhere)"
+            raise ClusterError(f"{device}: its partitions are still in use after {wait:.0f} s, "
+                               f"mounted by {held}: {(p.stderr or p.stdout).strip()}")
+        time.sleep(poll)
 
 
 def _natural(name: str):
