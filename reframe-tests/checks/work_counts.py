@@ -1,9 +1,9 @@
 """Work counts per field of the programs the nightly times, gated every night (issue 38).
 
 The job runs `bin/iostack counts check` on the release under test: every workload of
-iostack.regression.counts (FDB archive by key and by message, GRIB encode and decode,
-NetCDF serial writes), counted by callgrind inside the timed region and by strace, against
-the committed references of this build (reframe-tests/references/counts/<site>-<hash>.yaml).
+iostack.regression.counts (FDB archive, retrieve, GRIB encode and decode, NetCDF and
+PnetCDF writes, IOR, mdtest, nvme-stage, MultIO into FDB), counted by callgrind inside the
+timed region and by strace, against the committed references of this build (reframe-tests/references/counts/<site>-<hash>.yaml).
 A count is the same on every run and every node, so the band is the reference's own
 (at most 1%: a 2% increase always fails) and one night decides, with no retry or
 confirmation: sanity fails on any count that moved, and its line names the count, the
@@ -32,7 +32,7 @@ SHOWN = ('instructions', 'syscalls', 'bytes written', 'syncs')
 #: the workloads of iostack.regression.counts.WORKLOADS that every site's stack can run
 WORKLOADS = ('fdb-archive-key', 'fdb-archive-message', 'fdb-retrieve', 'grib-encode',
              'grib-decode', 'netcdf-serial', 'netcdf-c-combined', 'pnetcdf-combined',
-             'pnetcdf-batching', 'ior-posix', 'mdtest-files', 'nvme-stage-in')
+             'pnetcdf-batching', 'ior-posix', 'mdtest-files', 'nvme-stage-in', 'multio-fdb')
 #: counted by their system calls and bytes only: their time is the file system's
 NO_INSTRUCTIONS = ('ior-posix', 'mdtest-files', 'nvme-stage-in')
 OUTPUT = 'counts.json'

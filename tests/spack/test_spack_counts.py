@@ -36,7 +36,7 @@ def committed_reference(root):
 
 WORKLOADS = ("fdb-archive-key", "fdb-archive-message", "fdb-retrieve", "grib-encode",
              "grib-decode", "netcdf-serial", "netcdf-c-combined", "pnetcdf-combined",
-             "pnetcdf-batching", "ior-posix", "mdtest-files", "nvme-stage-in")
+             "pnetcdf-batching", "ior-posix", "mdtest-files", "nvme-stage-in", "multio-fdb")
 #: counted by system calls and bytes only
 NO_INSTRUCTIONS = ("ior-posix", "mdtest-files", "nvme-stage-in")
 

@@ -275,3 +275,19 @@ def test_a_count_is_within_its_band_as_the_gate_judges_it():
     assert not counts.within_band({"value": 0.0, "tolerance": 0.001}, 1 / 760)
     assert counts.within_band({"value": 12.0, "tolerance": None}, 0.0)    # shown only
     assert not counts.within_band({"value": 12.0, "tolerance": None}, -1.0)
+
+
+def test_the_nightlys_check_runs_every_workload_and_shows_instructions_where_they_are_counted():
+    """checks/work_counts.py names the workloads it reports (ReFrame's performance variables
+    are fixed before the job runs): a workload added here and not there would be counted and
+    gated but never stored in the results DB."""
+    import ast
+
+    from iostack.core import paths
+
+    tree = ast.parse((paths.REPO / "reframe-tests/checks/work_counts.py").read_text())
+    named = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name) and t.id in ("WORKLOADS", "NO_INSTRUCTIONS")}
+    assert sorted(named["WORKLOADS"]) == sorted(counts.WORKLOADS)
+    assert sorted(named["NO_INSTRUCTIONS"]) == sorted(
+        n for n, w in counts.WORKLOADS.items() if not w.instructions)

@@ -77,6 +77,8 @@ class Programs:
     ior: pathlib.Path | None = None
     #: nvme-stage (the release's script; rsync from PATH), for its workload; None: not counted
     nvme_stage: pathlib.Path | None = None
+    #: multio-hammer (the release's MultIO), for its workload; None: not counted
+    multio: pathlib.Path | None = None
     #: what the references are keyed by: {"site": ..., "fdb-archive-bench": hash, ...}
     build: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -138,6 +140,16 @@ def _fdb_command(path: str):
     def command(programs: Programs, work: pathlib.Path, size: int):
         return _bench_args(programs, work, path, size), _fdb_root(programs, work, path, size)
     return command
+
+
+def _multio_command(programs: Programs, work: pathlib.Path, size: int):
+    """multio-hammer (transport none: its plan's Sink archives into FDB in its own process),
+    as the MultIO throughput and Darshan checks run it: FDB_PARAMS surface fields of the FDB
+    workloads' template per step, a flush per step (per field: per field archived)."""
+    assert programs.multio is not None
+    return [str(programs.multio), f"--config={work / 'multio-hammer.yaml'}",
+            f"--nbsteps={FDB_STEPS * size}", "--nblevels=1", "--member=1",
+            str(work / "template.grib")], _fdb_root(programs, work, "multio", size)
 
 
 def _retrieve_command(programs: Programs, work: pathlib.Path, size: int):
@@ -244,6 +256,9 @@ NETCDF_RECORDS_PER_DAY = 608
 TIMED_RETRIEVE = ("*fdb5::FDB::retrieve*", "*MultiHandle::openForRead*", "*MultiHandle::read*",
                   "*MultiHandle::close*")
 TIMED_FDB = ("*timed_archive*", "*timed_flush*", "*FDBStats::addArchive*", "*FDBStats::addFlush*")
+#: multio-hammer's work per field: the message through the plan's actions into the sink,
+#: and each step's flush
+MULTIO_REGION = ("*multio::action::Plan::process*",)
 WORKLOADS = {w.name: w for w in (
     Workload("fdb-archive-key", "FDB archive with the key (fdb5::FDB::archive(key, data, "
              "length)), a flush per step", FDB_STEPS * FDB_PARAMS, TIMED_FDB, _fdb_command("key")),
@@ -256,6 +271,9 @@ WORKLOADS = {w.name: w for w in (
              # ld.so's heap): a deploy of the same build under CI's pytest directory counted
              # 0.11-0.12% fewer than the references' (3 runs steady there): 2% still fails
              instructions_floor=0.005),
+    Workload("multio-fdb", "multio-hammer into FDB through MultIO's plan (a Sink action, the "
+             "fdb5 sink), a flush per step", FDB_STEPS * FDB_PARAMS, MULTIO_REGION,
+             _multio_command, needs="multio"),
     Workload("grib-encode", "ecCodes encoding gribgen's fields (grib_filter: header keys, "
              "values packed to 16 bits, the message)", GRIB_STEPS * (4 * GRIB_LEVELS + 2),
              ("grib_set_values", "grib_set_double_array", "grib_get_message"), _encode_command),
@@ -343,7 +361,10 @@ def prepare(programs: Programs, work: pathlib.Path) -> None:
               "    with open(f'rules-{size}.txt', 'w') as f:\n"
               "        f.writelines(line + '\\n' for line in gribgen.rules(*sizes))\n"
               "    gribgen.write(f'fields-{size}.grib', *sizes)\n"
-              f"gribgen.write('first.grib', 1, 1, {GRID[0]}, {GRID[1]}, count=1)\n")
+              f"gribgen.write('first.grib', 1, 1, {GRID[0]}, {GRID[1]}, count=1)\n"
+              "from iostack_rfm.jobs import multio\n"
+              "with open('multio-hammer.yaml', 'w') as f:\n"
+              f"    f.write(multio.hammer_config({FDB_PARAMS}))\n")
     _run([sys.executable, "-c", script], env, work, "writing gribgen's fields")
     _run(["grib_set", "-s", "productDefinitionTemplateNumber=1,type=pf,stream=enfo,number=1,"
           "level=1", "first.grib", "template.grib"], env, work, "grib_set of the template")
@@ -402,7 +423,8 @@ def stage(programs: Programs, work: pathlib.Path) -> Programs:
     return dataclasses.replace(programs, bench=bench, env=env,
                                netcdf=link("netcdf-output-bench", programs.netcdf),
                                ior=link("ior", programs.ior),
-                               nvme_stage=link("nvme-stage", programs.nvme_stage))
+                               nvme_stage=link("nvme-stage", programs.nvme_stage),
+                               multio=link("multio-hammer", programs.multio))
 
 
 #: what every counted program sees of its node: FDB names its files by host name and by a
@@ -709,7 +731,7 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
     found = {}
     for h, s in specs.items():
         if s["name"] in ("fdb-archive-bench", "fdb", "eccodes", "netcdf-output-bench", "ior",
-                         "nvme-stage"):
+                         "nvme-stage", "multio"):
             found[s["name"]] = (h, s)
     if "fdb-archive-bench" not in found:
         raise CountsError(f"{lock_file}: no fdb-archive-bench in the release")
@@ -740,12 +762,17 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
         nvme_stage = prefix("nvme-stage") / "bin" / "nvme-stage"
         if not nvme_stage.is_file():
             raise CountsError(f"{nvme_stage}: not installed (the release's lock names it)")
+    multio = None
+    if "multio" in found:
+        multio = prefix("multio") / "bin" / "multio-hammer"
+        if not multio.is_file():
+            raise CountsError(f"{multio}: not installed (the release's lock names it)")
     build = {"site": site, "fdb-archive-bench": found["fdb-archive-bench"][0]}
-    for name in ("fdb", "eccodes", "netcdf-output-bench", "ior", "nvme-stage"):
+    for name in ("fdb", "eccodes", "netcdf-output-bench", "ior", "nvme-stage", "multio"):
         if name in found:
             build[name] = f"{found[name][1]['version']}/{found[name][0][:7]}"
     return Programs(bench=bench, env=env, build=build, netcdf=netcdf, ior=ior,
-                    nvme_stage=nvme_stage)
+                    nvme_stage=nvme_stage, multio=multio)
 
 
 def reference_file(build: Mapping[str, str], directory: pathlib.Path = REFERENCES_DIR) -> pathlib.Path:
