@@ -65,6 +65,11 @@ SLURMD_PORT = 6818                   # every node has its own network namespace
 TOOLS = ("ip", "unshare", "nsenter", "losetup", "mkfs.xfs", "blkid", "mount", "umount",
          "sshd", "ssh", "ssh-keygen", "munged", "slurmctld", "slurmd", "sinfo", "scancel")
 SYSTEM_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+#: the nodes' slurmd (and so their jobs) ahead of whatever else this machine runs, as a real
+#: node has its cores to itself: Open MPI 4.1's MPI_Init race (a rank that leaves the last
+#: fence first sends to a peer not ready, which dies of SIGSEGV) killed 7 of 340 six-rank
+#: steps beside a compile load at nice 0, 2 of 400 at -10 or -20
+NODE_NICE = -10
 
 
 class ClusterError(TestbedError):
@@ -618,7 +623,8 @@ class LocalCluster(slurm.LocalSlurm):
         self._spawn("slurmctld", [_tool("slurmctld"), "-D", "-i", "-f", str(self.conf)])
         sshd_config = self.state / "etc" / "sshd_config"
         for node in self.nodes:
-            self._spawn(f"slurmd-{node.name}", self.on(node, _tool("slurmd"), "-D", "-f", self.conf))
+            self._spawn(f"slurmd-{node.name}", self.on(node, "nice", "-n", str(NODE_NICE),
+                                                       _tool("slurmd"), "-D", "-f", self.conf))
             self._spawn(f"sshd-{node.name}", self.on(
                 node, _tool("sshd"), "-D", "-e", "-f", sshd_config,
                 "-h", self.state / "ssh" / f"host_{node.name}",
