@@ -3,7 +3,8 @@
 The job runs `bin/iostack counts check` on the release under test: every workload of
 iostack.regression.counts (FDB archive, retrieve, GRIB encode and decode, NetCDF and
 PnetCDF writes, IOR, mdtest, nvme-stage, MultIO into FDB), counted by callgrind inside the
-timed region and by strace, against the committed references of this build (reframe-tests/references/counts/<site>-<hash>.yaml).
+timed region and by strace, against the committed references of this build
+(reframe-tests/references/counts/<site>-<hash>.yaml).
 A count is the same on every run and every node, so the band is the reference's own
 (at most 1%: a 2% increase always fails) and one night decides, with no retry or
 confirmation: sanity fails on any count that moved, and its line names the count, the

@@ -110,8 +110,8 @@ def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
     """The check's seven six-rank MPI steps through sbatch. Open MPI 4.1's MPI_Init has a race
     (open-mpi/ompi#13559): a rank that leaves the last PMIx fence ahead of a slow peer can
     send before the peer's PML is ready, and the peer dies of SIGSEGV in mca_btl_tcp (gdb on
-    its core). Under a compile load beside the cluster, 7 of 340 six-rank steps died so; the
-    nodes' daemons at nice -10 made it 2 of 400 (slurm.py). So the check may run twice, and
+    its core). Under a compile load beside the cluster, 6 of 340 six-rank steps died so; the
+    nodes' daemons at nice -10 made it 2 of 400 (cluster.py). So the check may run twice, and
     a first attempt that failed must have failed of that alone: 139, and the reconstruction
     that needed the failed solve's output (exit 1)."""
     p, report = nightly(cluster, tmp_path, "-n", "MotorBikeStagingCheck",
