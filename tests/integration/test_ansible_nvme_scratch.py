@@ -27,7 +27,7 @@ import pytest
 
 from ansible_helpers import FIXTURES, Run, ansible_env, run_role
 
-from iostack_testbed.cluster import ClusterError, drop_partitions, drop_stale_partitions, partition_holders
+from iostack_testbed.cluster import ClusterError, drop_partitions, partition_holders
 
 pytestmark = pytest.mark.usefixtures("loop_devices")
 
@@ -60,7 +60,7 @@ def loops(is_root, tmp_path):
                 fh.truncate(size)
         dev = _sh("losetup", "-f", "--show", str(backing)).stdout.strip()
         made.append(dev)
-        drop_stale_partitions(dev)
+        drop_partitions(dev)
         return dev
 
     make.mounts = mounts
@@ -661,7 +661,7 @@ def test_a_partition_an_earlier_user_left_on_the_device_is_dropped(loops, tmp_pa
         fh.truncate(64 * 1024 * 1024)
     _sh("losetup", dev, str(fresh))
     assert glob.glob(f"{dev}p*") == [f"{dev}p1"]       # stale: the new image is all zeros
-    drop_stale_partitions(dev)
+    drop_partitions(dev)
     assert glob.glob(f"{dev}p*") == []
 
 

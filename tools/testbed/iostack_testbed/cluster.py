@@ -104,13 +104,6 @@ def _run(*argv, check=True, input=None, timeout=120) -> subprocess.CompletedProc
     return p
 
 
-def drop_stale_partitions(device: str, wait: float = 300.0) -> None:
-    """A new image has no partition table, so a partition the kernel shows on its loop device
-    was added (partx) by an earlier user of the device and outlived the detach; the
-    nvme_scratch role would refuse the device as holding data."""
-    drop_partitions(device, wait)
-
-
 def _partitions(device: str) -> list[pathlib.Path]:
     name = pathlib.Path(device).name
     return sorted(pathlib.Path("/sys/block", name).glob(f"{name}p*"))
@@ -137,7 +130,9 @@ def partition_holders(device: str) -> list[str]:
 
 
 def drop_partitions(device: str, wait: float = 300.0, poll: float = 0.2) -> None:
-    """Deletes the partitions partx added to a loop device (they outlive its detach). While a
+    """Deletes the partitions partx added to a loop device: they outlive its detach, so a new
+    image attached to the device would show an earlier user's partition, and the
+    nvme_scratch role would refuse the device as holding data. While a
     partition is still mounted in another test's mount namespace, partx gets EBUSY: wait
     for that namespace to end (with its test), at most `wait` seconds, then name it."""
     deadline = time.monotonic() + wait
@@ -593,7 +588,7 @@ class LocalCluster(slurm.LocalSlurm):
             with open(image, "wb") as f:
                 f.truncate(SCRATCH_IMAGE_BYTES)
             device = _run(_tool("losetup"), "-f", "--show", image).stdout.strip()
-            drop_stale_partitions(device)
+            drop_partitions(device)
             link = pathlib.Path(node.facts["nvme_scratch_devices"][0])
             target = self.node_dir(node) / "run" / link.relative_to(NODE_RUN)
             target.parent.mkdir(parents=True, exist_ok=True)
