@@ -150,6 +150,11 @@ def scratch_cache(tmp_path):
     spack_root, spack_packages = runner.locate(targets.settings())
     (cache / "spack").symlink_to(spack_root)
     (cache / "spack-packages").symlink_to(spack_packages)
+    # and the node's index of those recipes (runner.misc_cache: the same Spack and checkout,
+    # so the same key), which a new cache would spend a minute of CPU making again
+    shared_misc = targets.settings().cache / "spack-misc"
+    shared_misc.mkdir(parents=True, exist_ok=True)
+    (cache / "spack-misc").symlink_to(shared_misc)
     return {"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""}, cache
 
 
