@@ -143,8 +143,8 @@ def short_root(local_deploy):
 
 @pytest.fixture
 def scratch_cache(tmp_path):
-    """An iostack cache directory of its own (IOSTACK_CACHE): the real Spack trees, but its
-    own registered mirrors and an empty key ring. Returns (env, cache)."""
+    """An iostack cache directory of its own (IOSTACK_CACHE): the real Spack trees and their
+    index, but its own registered mirrors and an empty key ring. Returns (env, cache)."""
     cache = tmp_path / "cache"
     cache.mkdir()
     spack_root, spack_packages = runner.locate(targets.settings())

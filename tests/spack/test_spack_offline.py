@@ -80,7 +80,7 @@ def make_bundle_copy(tmp_path) -> pathlib.Path:
 
 def test_setup_refuses_a_bundle_whose_sums_do_not_match(tmp_path, scratch_cache):
     env, cache = scratch_cache
-    for link in ("spack", "spack-packages"):
+    for link in ("spack", "spack-packages", "spack-misc"):
         (cache / link).unlink()
     copy = make_bundle_copy(tmp_path)
     archive = copy / pins.SPACK["archive"]
