@@ -132,9 +132,9 @@ def partition_holders(device: str) -> list[str]:
 def drop_partitions(device: str, wait: float = 300.0, poll: float = 0.2) -> None:
     """Deletes the partitions partx added to a loop device: they outlive its detach, so a new
     image attached to the device would show an earlier user's partition, and the
-    nvme_scratch role would refuse the device as holding data. While a
-    partition is still mounted in another test's mount namespace, partx gets EBUSY: wait
-    for that namespace to end (with its test), at most `wait` seconds, then name it."""
+    nvme_scratch role would refuse the device as holding data. While a partition is still
+    mounted in another test's mount namespace, partx gets EBUSY: wait for that namespace to
+    end (with its test), at most `wait` seconds, then name it."""
     deadline = time.monotonic() + wait
     while _partitions(device):
         p = _run(_tool("partx"), "-d", device, check=False)
