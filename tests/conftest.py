@@ -42,11 +42,18 @@ collect_ignore = [] if os.environ.get("IOSTACK_TIER") == "nightly" else ["nightl
 _outcomes: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
 _skip_reasons: dict[str, collections.Counter] = {t: collections.Counter() for t in TIERS}
 _seconds: collections.Counter = collections.Counter()
+_cpu_of_tier: collections.Counter = collections.Counter()
 # {what: seconds or text} that tests record for the summary (deploy and build times)
 _timings: dict[str, object] = {}
 # seconds per test (set-up, call and tear-down), written to .ci/durations.tsv at the end: the
 # fresh-machine run (.ci/fresh) keeps the slowest 20 in .ci/slowest.tsv for the next change
 _durations: collections.Counter = collections.Counter()
+# CPU seconds per test: its worker's and every program it started and waited for (Spack's
+# compilers, ReFrame, callgrind), the same whether the machine is idle or busy, so what a
+# change costs CI can be read on a loaded machine too. A daemon a fixture starts (slurmd) is
+# counted where it is reaped, if ever.
+_cpu: collections.Counter = collections.Counter()
+CPU = "iostack cpu"
 DURATIONS = REPO / ".ci" / "durations.tsv"
 
 
@@ -61,6 +68,9 @@ def _tier_of(path: pathlib.Path) -> str | None:
 def pytest_configure(config):
     for tier in TIERS:
         config.addinivalue_line("markers", f"{tier}: iostack {tier} tier")
+    config.addinivalue_line("markers", "root_tmp: this test's tmp_path stays root's (it "
+                                       "checks what root trusts), not the service account's")
+    _temporary_directories_for_the_service_account()
     # what the library logs is printed as bin/iostack prints it (its CLI sets this up), so
     # tests that call the library see the same lines on stdout and stderr
     from iostack import cli
@@ -88,13 +98,27 @@ def pytest_xdist_make_scheduler(config, log):
 
 TIMING = "iostack timing: "
 _timings_sent: dict[str, object] = {}
+_cpu_start = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_cpu_start] = _cpu_seconds()
+    return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """Timings a test recorded travel in its report, so the run's summary has them when the
-    test ran in an xdist worker."""
+    test ran in an xdist worker; so does its CPU time, in its last report (tear-down)."""
     report = yield
+    if call.when == "teardown" and _cpu_start in item.stash:
+        report.user_properties.append((CPU, _cpu_seconds() - item.stash[_cpu_start]))
     for what, value in _timings.items():
         if _timings_sent.get(what) != value:
             report.user_properties.append((TIMING + what, value))
@@ -103,10 +127,13 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_logreport(report):
+    tier = _tier_of(pathlib.Path(report.fspath)) if report.fspath else None
     for name, value in report.user_properties:
         if isinstance(name, str) and name.startswith(TIMING):
             _timings[name.removeprefix(TIMING)] = value
-    tier = _tier_of(pathlib.Path(report.fspath)) if report.fspath else None
+        elif name == CPU and tier is not None:
+            _cpu[report.nodeid] += value
+            _cpu_of_tier[tier] += value
     if tier is None:
         return
     _seconds[tier] += report.duration
@@ -125,7 +152,8 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session):
     # an xdist worker saw part of the run: the controller writes the whole
     if _durations and not hasattr(session.config, "workerinput"):
-        DURATIONS.write_text("".join(f"{sec:.1f}\t{node}\n"
+        # wall seconds, CPU seconds, test
+        DURATIONS.write_text("".join(f"{sec:.1f}\t{_cpu[node]:.1f}\t{node}\n"
                                      for node, sec in _durations.most_common()))
 
 
@@ -135,7 +163,8 @@ def pytest_terminal_summary(terminalreporter):
     for tier in TIERS:
         c = _outcomes[tier]
         tr.write_line(f"{tier:12s} passed={c['passed']} failed={c['failed']} "
-                      f"skipped={c['skipped']} minutes={_seconds[tier] / 60:.1f}")
+                      f"skipped={c['skipped']} minutes={_seconds[tier] / 60:.1f} "
+                      f"cpu-minutes={_cpu_of_tier[tier] / 60:.1f}")
         for reason, n in _skip_reasons[tier].most_common():
             tr.write_line(f"{'':12s} skipped {n}: {reason}")
     if _timings:
@@ -143,6 +172,36 @@ def pytest_terminal_summary(terminalreporter):
         for what, value in _timings.items():
             shown = f"{value:.0f} s" if isinstance(value, float) else str(value)
             tr.write_line(f"{what:48s} {shown}")
+
+
+#: whether the directories tmp_path_factory makes now go to the service account: in the
+#: tiers that run bin/iostack, for a test not marked root_tmp (pytest_runtest_setup)
+_for_the_account = False
+
+
+def _temporary_directories_for_the_service_account() -> None:
+    """Run as root, bin/iostack builds and runs the regression as the service account
+    (iostack.core.account): a directory tmp_path_factory makes (tmp_path included) is the
+    account's, so a deployment root, a state directory or an output there is one it can
+    write. Not for the unit tier, nor a test marked root_tmp (it checks what root trusts)."""
+    from support import account
+
+    if account.service() is None:
+        return
+    made = pytest.TempPathFactory.mktemp
+
+    def mktemp(self, basename: str, numbered: bool = True) -> pathlib.Path:
+        path = made(self, basename, numbered)
+        return account.give(path) if _for_the_account else path
+    pytest.TempPathFactory.mktemp = mktemp  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    global _for_the_account
+    tier = _tier_of(pathlib.Path(str(item.fspath)))
+    _for_the_account = tier in ("integration", "spack", "nightly") and \
+        item.get_closest_marker("root_tmp") is None
 
 
 @pytest.fixture(scope="session")

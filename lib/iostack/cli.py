@@ -11,9 +11,9 @@ import os
 import pathlib
 import sys
 
-from iostack.core import paths, trust
+from iostack.core import account, paths, trust
 from iostack.core.errors import IostackError
-from iostack.core.process import run
+from iostack.core.process import become, run
 from iostack.core.settings import Settings
 from iostack.site import facts
 from iostack.site.target import Target
@@ -441,7 +441,8 @@ def parser():
                         "not trusted")
     p.set_defaults(func=cmd_setup)
 
-    p = sub.add_parser("test", help="run the repository's test suite (pytest)")
+    p = sub.add_parser("test", help="run the repository's test suite (pytest); every argument "
+                                    "after `test` is pytest's (`test -n 0 tests/unit`)")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_test)
 
@@ -465,8 +466,9 @@ def parser():
     site_args(p, env=True)
     p.add_argument("--skip-regression", action="store_true")
     p.add_argument("--buildcache", metavar="DIR",
-                   help="install from this signed build cache only (trusting the keys it "
-                        "ships), building nothing")
+                   help="install from this signed build cache only, building nothing; "
+                        "every binary's signature is checked against the keys this node "
+                        "trusts, never against keys the cache ships")
     p.add_argument("--mode", default="deploy",
                    help="ReFrame mode of the release's regression (default deploy: correctness "
                         "checks a node set up for deploying runs; nightly, weekly)")
@@ -660,14 +662,80 @@ def parser():
     return ap
 
 
-def main(argv=None, environ=None):
-    args = parser().parse_args(argv)
+#: What root runs as the service account (iostack.core.account): every command that builds
+#: with Spack, runs ReFrame or a deployment's programs, or writes a deployment root. Root
+#: itself runs set-up, the test suite, and what writes this checkout (locks, site files,
+#: references) or the node's configuration (the registered mirrors).
+AS_ACCOUNT = frozenset({"deploy", "releases", "switch", "prune", "nightly", "sbom", "image",
+                        "report", "store-report", "counts", "buildcache", "bundle", "spack",
+                        "mirror create"})
+#: What root runs itself; every command is in one of the two (tests/unit/test_account.py).
+AS_ROOT = frozenset({"setup", "test", "sites", "site", "lock", "mirror register",
+                     "record-baseline"})
+#: of those, what writes a deployment root's releases: an existing root must be the account's
+WRITES_RELEASES = frozenset({"deploy", "switch", "prune"})
+#: and what writes a deployment root it may be the first to use: root makes a missing one the
+#: account's (reading commands never make one: iostack.deployment.roots)
+MAKES_ROOT = frozenset({"deploy", "nightly", "spack", "buildcache", "mirror create", "bundle",
+                        "image"})
+
+
+def command_name(args) -> str:
+    """`deploy`, or a command with a subcommand whose kinds differ: `mirror create`."""
+    return f"mirror {args.mirror_command}" if args.command == "mirror" else args.command
+
+
+def as_service_account(settings: Settings, args, argv: list[str]) -> None:
+    """Run this command line again as the service account (never returns), once what the
+    account needs is checked: it exists, it can read this checkout, the venv and Spack, and
+    it owns its state and the deployment root it will write."""
+    name = command_name(args)
+    acct = account.require(settings.user, name)
+    account.require_reachable([paths.REPO, settings.venv, settings.spack_tree,
+                               settings.packages_tree, settings.cache], acct, name)
+    state = account.own_directory(settings.account_state(acct.name), acct, mode=0o700)
+    if getattr(args, "site", None):
+        root = settings.deploy_root(args.site, getattr(args, "root", None))
+        account.require_reachable(
+            [root], acct, name,
+            hint="deploy where it can (a root whose parents others may enter)")
+        if (name in WRITES_RELEASES and root.exists()) or \
+                (name in MAKES_ROOT and not root.exists()):
+            try:
+                account.own_directory(root, acct)
+            except OSError as e:
+                raise IostackError(f"deployment root {root} is not writable: {e.strerror}: "
+                                   f"{e.filename}") from None
+    become(account.as_account(acct, [paths.REPO / "bin" / "iostack", *argv]),
+           account.environment(acct, state, settings.cache), env_remove=account.ROOTS_OWN)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The command line. Everything after `test` is pytest's, options first included:
+    argparse's REMAINDER takes no leading option in a subcommand (`test -n 0` would be
+    refused as an unknown `-n`), so those are split off before it parses."""
+    if argv[:1] == ["test"] and argv[1:2] not in (["-h"], ["--help"]):
+        args = parser().parse_args(["test"])
+        rest = argv[1:]
+        args.pytest_args = rest[1:] if rest[:1] == ["--"] else rest
+        return args
+    return parser().parse_args(argv)
+
+
+def main(argv=None, environ=None, program: bool = False):
+    """bin/iostack. `program`: this process is bin/iostack itself (python -m iostack), which
+    root may replace with the same command run as the service account; a caller that
+    imports the CLI (the unit tier) runs every command in its own process."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse(argv)
     configure_output()
     try:
         paths.require_repo()
         settings = Settings.from_environ(os.environ if environ is None else environ)
         # before anything runs as root (a no-op otherwise): --help has exited already
         trust.require(paths.REPO, settings.executed_trees)
+        if program and os.geteuid() == 0 and command_name(args) in AS_ACCOUNT:
+            as_service_account(settings, args, argv)
         return args.func(settings, args)
     except KeyboardInterrupt:
         return 130

@@ -15,7 +15,7 @@ import pytest
 
 from iostack.core import filesystems, paths, process
 from iostack.regression import nightly, reframe, results
-from support import targets
+from support import account, targets
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(p) for p in ("fdb-write", "fdb-read", "grib_set")),
@@ -66,6 +66,7 @@ def test_an_unusable_results_db_fails_the_nightly_and_keeps_its_report(tmp_path,
     db.parent.mkdir(parents=True)
     {"garbage": lambda: db.write_bytes(os.urandom(8192)), "truncated": lambda: truncated_db(db),
      "empty": lambda: db.write_bytes(b"")}[damage]()
+    account.give_tree(root)     # made here as root; the nightly runs as the service account
     p = iostack("nightly", "--root", root, "--", *QUICK)
     assert p.returncode == nightly.RC_NOT_STORED
     (line,) = errors(p)
@@ -88,8 +89,12 @@ def test_an_unusable_results_db_fails_the_nightly_and_keeps_its_report(tmp_path,
 
 @pytest.fixture(scope="module")
 def repo_copy(tmp_path_factory):
-    """The repository's files (tracked and new), copied: a place to break a site."""
+    """The repository's files (tracked and new), copied: a place to break a site. Root's,
+    as a checkout root runs must be (iostack.core.trust)."""
     dest = tmp_path_factory.mktemp("repo")
+    if os.geteuid() == 0:
+        os.chown(dest, 0, 0)
+    dest.chmod(0o755)
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
                            cwd=paths.REPO, capture_output=True, text=True, check=True).stdout
     for name in filter(None, files.split("\0")):
@@ -188,6 +193,7 @@ def test_concurrent_writers_lose_no_session(tmp_path):
                   "runs": [{"testcases": [tc]}]}
         reports.append(root / "reframe" / f"report-{i}.json")
         reports[-1].write_text(json.dumps(report))
+    account.give_tree(root)     # store-report runs as the service account
     env = {**os.environ, "IOSTACK_VENV": str(targets.settings().venv)}
     procs = [subprocess.Popen([str(IOSTACK), "store-report", "--root", str(root), str(r)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)

@@ -14,6 +14,7 @@ import pytest
 
 from iostack.core import paths, trust
 from iostack.deployment import releases
+from support import account
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="root's checks: run as root")
 
@@ -27,6 +28,7 @@ def checkout(tmp_path):
     return top
 
 
+@pytest.mark.root_tmp
 def test_root_does_not_start_a_venv_others_can_write(checkout, tmp_path):
     # the attacker's python: it would run as root
     venv, ran = tmp_path / "venv", tmp_path / "ran-as-root"
@@ -64,6 +66,7 @@ def test_a_prune_meets_a_deploy_on_another_host_then_outlives_its_lease(tmp_path
         (rel / "release.json").write_text(json.dumps(
             {"id": rel.name, "site": "local", "created": rel.name[:15], "regression": "passed"}))
     os.symlink(f"releases/{rel.name}", root / "current")
+    account.give_tree(root)             # prune runs as the service account, whose root it is
     lock = root / releases.ROOT_LOCK
     env = {**os.environ, "PYTHONPATH": str(paths.LIB)}
     other = subprocess.Popen(

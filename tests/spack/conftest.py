@@ -20,7 +20,7 @@ import pytest
 from iostack.core import paths
 from iostack.offline import bundle
 from iostack.spack import config, runner
-from support import targets
+from support import account, targets
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
@@ -134,7 +134,7 @@ def short_root(local_deploy):
     """A fresh deployment root no longer than the one the build cache was built in: Spack
     cannot grow a prefix stored in a binary (it refuses, naming
     config:install_tree:padded_length), so a cache installs into the same or a shorter root."""
-    top = pathlib.Path(tempfile.mkdtemp(prefix="iostack-", dir="/tmp"))
+    top = account.give(pathlib.Path(tempfile.mkdtemp(prefix="iostack-", dir="/tmp")))
     root = top / "root"
     assert len(str(root / "opt")) <= len(str(local_deploy[0] / "opt"))
     yield root
@@ -151,10 +151,15 @@ def scratch_cache(tmp_path):
     (cache / "spack").symlink_to(spack_root)
     (cache / "spack-packages").symlink_to(spack_packages)
     # and the node's index of those recipes (runner.misc_cache: the same Spack and checkout,
-    # so the same key), which a new cache would spend a minute of CPU making again
-    shared_misc = targets.settings().cache / "spack-misc"
-    shared_misc.mkdir(parents=True, exist_ok=True)
-    (cache / "spack-misc").symlink_to(shared_misc)
+    # so the same key), which a new cache would spend a minute of CPU making again; it is
+    # kept by whoever runs Spack: the service account, when the suite runs as root
+    shared_misc = account.state(targets.settings()) / "spack-misc"
+    state = account.state(targets.settings(IOSTACK_CACHE=cache))
+    for made in (shared_misc, state):
+        made.mkdir(parents=True, exist_ok=True)
+        if account.service():
+            account.give(made)
+    (state / "spack-misc").symlink_to(shared_misc)
     return {"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""}, cache
 
 

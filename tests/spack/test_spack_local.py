@@ -9,6 +9,7 @@ import time
 
 import pytest
 from conftest import IOSTACK, LOCAL_BUILT, built_from_source, fetched_urls, iostack
+from support import account as support_account
 from support import exectrace
 
 from iostack.core import paths
@@ -149,6 +150,21 @@ def test_the_nightly_on_the_spack_stack_passes(traced_nightly):
     tested = {key.split("@")[0] for key, tc in smoke.items() if tc.get("spack_test") == "passed"}
     assert {"netcdf-output-bench", "fdb-archive-bench", "nvme-stage"} <= tested
     assert run.returncode == 0
+
+
+def test_the_cold_build_and_the_nightly_ran_as_the_service_account(local_deploy,
+                                                                    traced_nightly):
+    """Issue 33: run as root (CI), bin/iostack built the stack and ran the nightly as the
+    service account. Everything in the deployment root is the account's: Spack's installs,
+    the release, the regression's stage and results; without the change of user, all of
+    it would be root's."""
+    acct = support_account.service()
+    if acct is None:
+        pytest.skip("not run as root: there is no service account to run as")
+    root, _ = local_deploy
+    files = [root / "opt", *root.rglob("*")]
+    assert len(files) > 1000 and (root / "reframe" / "results.db").is_file()
+    assert [p for p in files if os.lstat(p).st_uid != acct.uid][:5] == []
 
 
 def origin(path: str, root: pathlib.Path) -> str:

@@ -27,7 +27,7 @@ from support.debian_root import REPO_IN_ROOT
 from iostack.core import openpgp, paths, pins
 from iostack.offline import bundle
 from iostack.spack import config
-from support import forge, targets
+from support import account, forge, targets
 
 # metkit's configuration files, from ECMWF's metkitlib wheel on PyPI (see its recipe)
 METKIT_CONFIGS_SHA256 = "e1a14a8b1d43c1b64b04528d5660dd3ad48127a9e136e76ae30d79859cfc99b1"
@@ -80,8 +80,10 @@ def make_bundle_copy(tmp_path) -> pathlib.Path:
 
 def test_setup_refuses_a_bundle_whose_sums_do_not_match(tmp_path, scratch_cache):
     env, cache = scratch_cache
-    for link in ("spack", "spack-packages", "spack-misc"):
+    for link in ("spack", "spack-packages"):
         (cache / link).unlink()
+    shutil.rmtree(cache / "accounts", ignore_errors=True)   # the index's link (scratch_cache)
+    (cache / "spack-misc").unlink(missing_ok=True)
     copy = make_bundle_copy(tmp_path)
     archive = copy / pins.SPACK["archive"]
     data = bytearray(archive.read_bytes())
@@ -370,7 +372,7 @@ def test_a_fresh_node_sets_up_deploys_and_validates_the_bundle_with_no_network(
     signer = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr"))
     (tmp_path / "key").mkdir()
     (tmp_path / "key" / "release-key.asc").write_bytes(
-        openpgp.export(signer, targets.settings().key_ring))
+        openpgp.export(signer, account.key_ring(targets.settings())))
     root.bind(top, "/srv/bundle")
     root.bind(tmp_path / "key" / "release-key.asc", "/srv/release-key.asc", read_only=True)
     import time
@@ -385,11 +387,11 @@ def test_a_fresh_node_sets_up_deploys_and_validates_the_bundle_with_no_network(
     print(p.stdout[-8000:], p.stderr[-4000:])
     assert p.returncode == 0, p.output[-6000:]
     # only loopback existed, so nothing could reach outside; and Spack fetched only from
-    # the bundle's mirrors (now in the node's fresh HOME)
+    # the bundle's mirrors (now in root's cache on the node, which its service account reads)
     links = next(line for line in p.stdout.splitlines() if line.startswith("links: "))
     assert links.split()[1:] == ["lo"]
     urls = fetched_urls(p.output)
-    assert urls and all(u.replace("file:////", "file:///").startswith("file:///srv/home/.cache/iostack")
+    assert urls and all(u.replace("file:////", "file:///").startswith("file:///var/cache/iostack/")
                         for u in urls), urls
     assert built_from_source(p.output) == set()
     assert "iostack: error" not in p.stderr

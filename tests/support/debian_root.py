@@ -29,8 +29,9 @@ from iostack.core import paths
 from support import targets
 
 MINBASE_INCLUDE = "python3,git,ca-certificates"
-#: where the repository lives in a root (README: set-up runs as root)
-REPO_IN_ROOT = "/root/iostack"
+#: where the repository lives in a root (README: set-up runs as root, and clones it where the
+#: service account can read it, not under /root)
+REPO_IN_ROOT = "/opt/iostack"
 #: the offline bundle, mounted read-only
 BUNDLE_IN_ROOT = "/bundle"
 CLEAN_ENV = {"HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb",

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from iostack import cli
 from iostack.core import paths
 from iostack.core.errors import IostackError
 from iostack.offline import setup
@@ -106,3 +107,18 @@ def test_mirror_register_writes_the_nodes_mirrors_once(tmp_path, iostack):
     assert again.returncode == 0 and again.stdout == f"iostack: {path}: unchanged\n"
     bad = iostack("mirror", "register", "--source=nourl", env=env)
     assert bad.returncode == 2 and bad.stderr == "iostack: error: 'nourl': give a mirror as NAME=URL\n"
+
+
+@pytest.mark.parametrize("argv, given", [
+    (["test", "-n", "0", "tests/unit"], ["-n", "0", "tests/unit"]),   # README's own line
+    (["test", "--", "-x", "tests/unit"], ["-x", "tests/unit"]),
+    (["test", "tests/unit", "-k", "cli"], ["tests/unit", "-k", "cli"]),
+    (["test"], []),
+])
+def test_everything_after_test_is_pytests(argv, given):
+    """argparse alone refuses `test -n 0` (REMAINDER takes no leading option)."""
+    assert cli.parse(argv).pytest_args == given
+
+
+def test_test_help_is_bin_iostacks_own(iostack):
+    assert iostack("test", "--help").returncode == 0

@@ -90,14 +90,16 @@ def test_the_checks_find_a_planted_read_and_write(tmp_path):
     ("IOSTACK_SAMPLES", "samples", "/samples", pathlib.Path("/samples")),
     ("RFM_SQLITE_DB_FILE", "results_db", "/db/results.db", pathlib.Path("/db/results.db")),
     ("LMOD_CMD", "lmod_cmd", "/lmod", "/lmod"),
+    ("IOSTACK_STATE", "state", "/st", pathlib.Path("/st")),
+    ("IOSTACK_USER", "user", "builder", "builder"),
 ])
 def test_each_variable_sets_its_one_setting(variable, field, value, expected):
-    base = Settings.from_environ({"HOME": "/home/u"})
-    given = Settings.from_environ({"HOME": "/home/u", variable: value})
+    base = Settings.from_environ({"HOME": "/home/u"}, uid=1000)
+    given = Settings.from_environ({"HOME": "/home/u", variable: value}, uid=1000)
     assert getattr(given, field) == expected != getattr(base, field)
     changed = [f for f in base.__dataclass_fields__ if getattr(base, f) != getattr(given, f)]
-    # the cache moves where the samples are by default, nothing else
-    assert changed == ([field, "samples"] if field == "cache" else [field])
+    # the cache moves the state and the samples by default, nothing else
+    assert changed == ([field, "state", "samples"] if field == "cache" else [field])
 
 
 def test_every_documented_variable_is_read_and_no_other():
@@ -106,10 +108,17 @@ def test_every_documented_variable_is_read_and_no_other():
     assert read == set(VARIABLES)
 
 
-def test_defaults_follow_home_and_xdg():
-    assert Settings.from_environ({"HOME": "/h"}).cache == pathlib.Path("/h/.cache/iostack")
-    assert Settings.from_environ({"HOME": "/h", "XDG_CACHE_HOME": "/x"}).cache == \
+def test_defaults_follow_home_and_xdg_and_roots_is_the_nodes():
+    user = Settings.from_environ({"HOME": "/h"}, uid=1000)
+    assert user.cache == user.state == pathlib.Path("/h/.cache/iostack")
+    assert user.key_ring == pathlib.Path("/h/.cache/iostack/gpg")
+    assert Settings.from_environ({"HOME": "/h", "XDG_CACHE_HOME": "/x"}, uid=1000).cache == \
         pathlib.Path("/x/iostack")
+    # root's is where its service account can read it (~root is 0700)
+    root = Settings.from_environ({"HOME": "/root"}, uid=0)
+    assert root.cache == root.state == pathlib.Path("/var/cache/iostack")
+    assert root.user == "iostack"
+    assert root.account_state("iostack") == pathlib.Path("/var/cache/iostack/accounts/iostack")
     assert Settings.from_environ({"HOME": "/h"}).deploy_root("local") == \
         paths.REPO / "deploy" / "local"
     assert Settings.from_environ({"IOSTACK_ROOT": "/r"}).deploy_root("local", "/given") == \

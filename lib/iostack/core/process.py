@@ -115,6 +115,19 @@ def start(cmd, env_extra=None, cwd=None, env_remove: Iterable[str] = (),
     return subprocess.Popen(_argv(cmd), env=environment(env_extra, env_remove), cwd=cwd, **popen)
 
 
+def become(cmd, env_extra: Mapping | None = None, env_remove: Iterable[str] = ()) -> None:
+    """Replace this process with `cmd` (shown first), this environment without
+    `env_remove` and with `env_extra` on top: what it exits with is the command's. Never
+    returns."""
+    env = environment(env_extra, env_remove)
+    # name only what this environment had: the shown line is what differs
+    show(cmd, env_extra, env_remove=[k for k in env_remove if k in environment()
+                                     and k not in env])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(str(cmd[0]), _argv(cmd), env)
+
+
 def _tee(stream, collected):
     for line in stream:
         sys.stderr.write(line)

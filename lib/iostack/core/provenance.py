@@ -7,8 +7,15 @@ import re
 from iostack.core import paths, process
 
 
+def git(tree: pathlib.Path, *args) -> list:
+    """git on `tree`, as any account may run it there: the service account reads root's
+    checkouts, which git would refuse as another user's ("dubious ownership") unless told
+    the directory is safe; the account trusting root's code is the safe direction."""
+    return ["git", "-c", f"safe.directory={tree}", "-C", tree, *args]
+
+
 def _git(*args: str) -> str:
-    return process.capture(["git", "-C", paths.REPO, *args]).stdout.strip()
+    return process.capture(git(paths.REPO, *args)).stdout.strip()
 
 
 def head_commit() -> str | None:

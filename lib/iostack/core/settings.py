@@ -18,8 +18,15 @@ from iostack.core import paths
 #: what a user may set for bin/iostack, each with its one meaning
 VARIABLES = {
     "IOSTACK_ROOT": "the deployment root when --root is not given (default deploy/<site>)",
-    "IOSTACK_CACHE": "where set-up keeps Spack, spack-packages, the mirrors, the key ring and "
-                     "test roots (default $XDG_CACHE_HOME/iostack, ~/.cache/iostack)",
+    "IOSTACK_CACHE": "where set-up keeps Spack, spack-packages, the mirrors and test roots "
+                     "(default /var/cache/iostack for root, else $XDG_CACHE_HOME/iostack, "
+                     "~/.cache/iostack)",
+    "IOSTACK_STATE": "what the account running Spack writes there: its key ring (the build "
+                     "cache keys it trusts and signs with), Spack's misc cache and scratch "
+                     "root (default the cache; root gives its service account "
+                     "<cache>/accounts/<account>)",
+    "IOSTACK_USER": "the service account root runs builds, tests of builds and the regression "
+                    "as (default iostack; iostack.core.account)",
     "IOSTACK_VENV": "the Python environment of the pinned tools (default <repo>/.venv)",
     "SPACK_ROOT": "a Spack checkout to use instead of the one set-up made",
     "IOSTACK_SPACK_PACKAGES": "a spack-packages checkout to use instead of set-up's",
@@ -52,6 +59,11 @@ CHILD_VARIABLES = {
 }
 
 
+#: root's cache (IOSTACK_CACHE unset): the node's, readable by its service account, whose
+#: home (~root) is not
+ROOT_CACHE = pathlib.Path("/var/cache/iostack")
+
+
 def _path(value: str | None) -> pathlib.Path | None:
     return pathlib.Path(value) if value else None
 
@@ -60,6 +72,8 @@ def _path(value: str | None) -> pathlib.Path | None:
 class Settings:
     cache: pathlib.Path
     venv: pathlib.Path
+    #: what the account running Spack writes (IOSTACK_STATE; default the cache)
+    state: pathlib.Path
     references: pathlib.Path
     samples: pathlib.Path
     root: pathlib.Path | None = None
@@ -69,22 +83,29 @@ class Settings:
     apt_lock_timeout: int = 120
     results_db: pathlib.Path | None = None
     lmod_cmd: str | None = None
+    #: the service account root builds and tests as (iostack.core.account)
+    user: str = "iostack"
     #: the caller's MODULEPATH and PYTHONPATH, which the regression's jobs extend
     modulepath: str = ""
     pythonpath: str = ""
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
+    def from_environ(cls, environ: Mapping[str, str], uid: int | None = None) -> Settings:
+        """The settings of `environ` for the user `uid` (default: this process's)."""
         def get(name: str) -> str | None:
             return environ.get(name) or None
 
         base = get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME") or
                                                       os.path.expanduser("~"), ".cache")
-        cache = pathlib.Path(get("IOSTACK_CACHE") or pathlib.Path(base) / "iostack")
+        # root's is the node's, where its service account can read Spack and the mirrors
+        uid = os.geteuid() if uid is None else uid
+        default = ROOT_CACHE if uid == 0 else pathlib.Path(base) / "iostack"
+        cache = pathlib.Path(get("IOSTACK_CACHE") or default)
         timeout = get("IOSTACK_APT_LOCK_TIMEOUT") or "120"
         db = get("RFM_SQLITE_DB_FILE")
         return cls(
             cache=cache,
+            state=pathlib.Path(get("IOSTACK_STATE") or cache),
             venv=pathlib.Path(get("IOSTACK_VENV") or paths.REPO / ".venv"),
             references=pathlib.Path(get("IOSTACK_RFM_REFERENCES")
                                     or paths.REFRAME_DIR / "references"),
@@ -96,6 +117,7 @@ class Settings:
             apt_lock_timeout=int(timeout) if timeout.isdigit() else 120,
             results_db=pathlib.Path(os.path.expandvars(db)) if db else None,
             lmod_cmd=get("LMOD_CMD"),
+            user=get("IOSTACK_USER") or "iostack",
             modulepath=environ.get("MODULEPATH", ""),
             pythonpath=environ.get("PYTHONPATH", ""),
         )
@@ -134,10 +156,15 @@ class Settings:
 
     @property
     def key_ring(self) -> pathlib.Path:
-        """Spack's GnuPG home: the build-cache keys this node trusts."""
-        return self.cache / "gpg"
+        """Spack's GnuPG home: the build-cache keys the account running Spack trusts, and
+        the one it signs with."""
+        return self.state / "gpg"
 
     @property
     def scratch_spack_root(self) -> pathlib.Path:
         """The root of Spack commands that are about no deployment (keys, detection)."""
-        return self.cache / "spack-state"
+        return self.state / "spack-state"
+
+    def account_state(self, account: str) -> pathlib.Path:
+        """The state root gives its service account under its cache."""
+        return self.cache / "accounts" / account

@@ -253,7 +253,7 @@ def installed_commit(tree: pathlib.Path) -> str | None:
         return marker.read_text().strip()
     head = tree / ".git" / "HEAD"
     if head.is_file():
-        return capture(["git", "-C", tree, "rev-parse", "HEAD"]).stdout.strip() or None
+        return capture(provenance.git(tree, "rev-parse", "HEAD")).stdout.strip() or None
     return None
 
 
@@ -312,8 +312,8 @@ def _archive(pin: dict, cache: pathlib.Path, spack_tree: pathlib.Path, dest: pat
         raise BundleError(f"neither the verified {pin['archive']} nor a clone of {pin['tag']} "
                           f"is on this node (looked in {kept.parent} and {spack_tree})")
     top = pin["archive"].split("-v")[0]
-    run(["git", "-C", spack_tree, "archive", "--format=tar.gz", f"--prefix={top}/",
-         "-o", dest / pin["archive"], pin["commit"]])
+    run(provenance.git(spack_tree, "archive", "--format=tar.gz", f"--prefix={top}/",
+                       "-o", dest / pin["archive"], pin["commit"]))
     check_archive(dest / pin["archive"], pin)
 
 
@@ -357,7 +357,7 @@ def write(target: Target, out: pathlib.Path,
         shutil.rmtree(work)
     top = work / f"iostack-bundle-{site}"
     (top / "iostack").mkdir(parents=True)
-    archive = capture(["git", "-C", paths.REPO, "archive", "--format=tar", commit], check=True,
+    archive = capture(provenance.git(paths.REPO, "archive", "--format=tar", commit), check=True,
                       text=False).stdout
     import io
 

@@ -10,7 +10,7 @@ import pathlib
 import re
 import shutil
 
-from iostack.core import paths, pins
+from iostack.core import account, paths, pins
 from iostack.core.process import CommandFailed, capture, run
 from iostack.core.settings import Settings
 from iostack.offline import bundle
@@ -220,9 +220,12 @@ def _clone(pin: dict, dest: pathlib.Path):
     partial.rename(dest)
 
 
-def spack_from_bundle(settings: Settings, source: pathlib.Path, voucher: bundle.Voucher):
+def spack_from_bundle(settings: Settings, source: pathlib.Path, voucher: bundle.Voucher,
+                      acct: account.Account | None = None):
     """Unpack a verified bundle's Spack and spack-packages, register its mirrors, and trust
-    the release key that signed it for its build cache (no key the bundle merely carries)."""
+    the release key that signed it for its build cache (no key the bundle merely carries):
+    in the key ring of whoever deploys from that cache, the service account's when root
+    sets up."""
     cache = settings.cache
     try:
         bundle.unpack(source / pins.SPACK["archive"], cache / "spack", pins.SPACK)
@@ -239,7 +242,12 @@ def spack_from_bundle(settings: Settings, source: pathlib.Path, voucher: bundle.
                   "for it); trust one you know with `bin/iostack spack -- gpg trust KEY.pub`")
         else:
             try:
-                runner.trust_key(settings, key)
+                if acct is None:
+                    runner.trust_key(settings, key)
+                else:
+                    state = account.own_directory(settings.account_state(acct.name), acct,
+                                                  mode=0o700)
+                    runner.trust_key(settings.replace(state=state), key, acct)
             except CommandFailed as e:
                 raise SetupRefused(f"could not trust the release key {voucher.signer}: {e}") from None
             log.info(f"the build cache is trusted as far as release key {voucher.signer} "
@@ -264,10 +272,10 @@ def complete_source_mirror(settings: Settings, mirror: pathlib.Path, site: str =
 
 
 def spack_checkout(settings: Settings, source_bundle: pathlib.Path | None,
-                   voucher: bundle.Voucher | None = None):
+                   voucher: bundle.Voucher | None = None, acct: account.Account | None = None):
     if source_bundle:
         assert voucher is not None, "a bundle is used only once something vouches for it"
-        spack_from_bundle(settings, source_bundle, voucher)
+        spack_from_bundle(settings, source_bundle, voucher, acct)
     elif settings.spack_root:
         log.info(f"using SPACK_ROOT={settings.spack_root}")
     else:
@@ -313,13 +321,48 @@ def bundle_given(settings: Settings, args) -> tuple[pathlib.Path, bundle.Voucher
     return source, voucher
 
 
+def service_account(settings: Settings) -> account.Account | None:
+    """As root: the service account root builds, tests and runs the regression as
+    (iostack.core.account), made if missing, as the Ansible role `service_account` makes
+    it: a system account with its own group, home and no login shell. Not root: none (the
+    user builds as themselves)."""
+    if os.geteuid() != 0:
+        return None
+    found = account.lookup(settings.user)
+    if found is None:
+        useradd = shutil.which("useradd")
+        if not useradd:
+            raise SetupRefused(f"useradd (Debian's passwd) is missing: set-up creates the "
+                               f"service account {settings.user!r} that builds and tests "
+                               "instead of root")
+        checked(f"creating the service account {settings.user}",
+                [useradd, "--system", "--user-group", "--create-home",
+                 "--home-dir", account.HOME if settings.user == account.DEFAULT
+                 else pathlib.Path("/var/lib") / settings.user,
+                 "--shell", "/usr/sbin/nologin",
+                 "--comment", "iostack Spack builds, their tests and the regression",
+                 settings.user])
+        found = account.lookup(settings.user)
+        assert found is not None
+        log.info(f"created the service account {found.name} (uid {found.uid}, home "
+                 f"{found.home}): Spack builds, their tests and the regression run as it")
+    else:
+        log.info(f"the service account {found.name} (uid {found.uid}) builds, tests and "
+                 "runs the regression")
+    return found
+
+
 def main(settings: Settings, args):
     purposes = ("deploy", *args.with_)
     source_bundle, voucher = bundle_given(settings, args)
+    if os.geteuid() == 0:
+        # what set-up makes, the service account reads, whatever root's umask
+        os.umask(0o022)
     system_packages(args.skip_apt, purposes, lock_timeout=settings.apt_lock_timeout)
+    acct = service_account(settings)
     wheels = source_bundle / "wheels" if source_bundle and (source_bundle / "wheels").is_dir() else None
     python_tools(settings, purposes, wheels)
-    spack_checkout(settings, source_bundle, voucher)
+    spack_checkout(settings, source_bundle, voucher, acct)
     log.info("set-up done. Test with: bin/iostack test")
     return 0
 

@@ -8,11 +8,12 @@ Spack that carries configuration there (an auto-detected compiler, say) is refus
 site's configuration is the repository's, plus the mirrors set-up registered.
 """
 import hashlib
+import os
 import pathlib
 import re
 import shutil
 
-from iostack.core import filesystems, paths, pins
+from iostack.core import account, filesystems, paths, pins
 from iostack.core.errors import Failed, IostackError
 from iostack.core.process import capture, run
 from iostack.core.settings import Settings
@@ -73,7 +74,7 @@ def misc_cache(settings: Settings, spack_root: pathlib.Path, pkgs: pathlib.Path)
     trusts an index whose recipes are older than it, so checkouts must not share one."""
     key = hashlib.sha256("\0".join(map(str, (spack_root.resolve(), pkgs.resolve(),
                                               paths.REPO.resolve()))).encode()).hexdigest()
-    return settings.cache / "spack-misc" / key[:16]
+    return settings.state / "spack-misc" / key[:16]
 
 
 def environment(settings: Settings, root_dir: pathlib.Path,
@@ -126,7 +127,7 @@ def image_env(settings: Settings, env: SpackEnv, tree: pathlib.Path) -> pathlib.
     if not built.is_dir():
         raise Failed(f"{tree} is read-only and holds no Spack environment (spack-env/): give "
                      "the release mounted there, not its deployment root")
-    copy = settings.cache / "image-envs" / hashlib.sha256(str(built).encode()).hexdigest()[:16]
+    copy = settings.state / "image-envs" / hashlib.sha256(str(built).encode()).hexdigest()[:16]
     shutil.copytree(built, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".spack-env"))
     return copy / "sites" / env.name
 
@@ -222,16 +223,30 @@ def stop_gpg_agent(settings: Settings) -> None:
         run([gpgconf, "--homedir", settings.key_ring, "--kill", "gpg-agent"], check=False)
 
 
-def trust_key(settings: Settings, key: bytes) -> None:
-    """Trust one armoured public key for build cache signatures (`spack gpg trust`)."""
+def trust_key(settings: Settings, key: bytes, acct: account.Account | None = None) -> None:
+    """Trust one armoured public key for build cache signatures (`spack gpg trust`), in the
+    key ring of the settings' state; run as `acct`, whose ring it is, when root gives one."""
     import tempfile
 
     env = environment(settings, settings.scratch_spack_root)
-    settings.key_ring.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with tempfile.NamedTemporaryFile(suffix=".asc") as f:
-        f.write(key)
-        f.flush()
+    cmd = [spack_bin(settings), "gpg", "trust"]
+    if acct is None:
+        settings.key_ring.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory(prefix="iostack-key-") as tmp:
+        public = pathlib.Path(tmp) / "release-key.asc"
+        public.write_bytes(key)
+        if acct is not None:
+            # a public key, read by the account; the directory root's and private otherwise
+            os.chmod(tmp, 0o755)
+            public.chmod(0o644)
         try:
-            run([spack_bin(settings), "gpg", "trust", f.name], env_extra=env)
+            run(cmd + [public] if acct is None else account.as_account(acct, cmd + [public]),
+                env_extra={**env, **({"HOME": acct.home} if acct else {})})
         finally:
-            stop_gpg_agent(settings)
+            if acct is None:
+                stop_gpg_agent(settings)
+            else:
+                gpgconf = shutil.which("gpgconf")
+                if gpgconf:
+                    run(account.as_account(acct, [gpgconf, "--homedir", settings.key_ring,
+                                                  "--kill", "gpg-agent"]), check=False)

@@ -48,7 +48,7 @@ import sys
 import time
 from typing import Any
 
-from iostack.core import paths
+from iostack.core import account, paths
 from iostack.core.settings import Settings
 from iostack.site import inventory
 from iostack_testbed import slurm
@@ -74,6 +74,13 @@ NODE_NICE = -10
 
 class ClusterError(TestbedError):
     """The cluster cannot start (or stop) here; the message says why."""
+
+
+def service_account():
+    """The account root's bin/iostack runs the nightly as (iostack.core.account), if any."""
+    if os.geteuid() != 0:
+        return None
+    return account.lookup(Settings.from_environ(os.environ).user)
 
 
 def _tool(name: str) -> str:
@@ -506,18 +513,26 @@ class LocalCluster(slurm.LocalSlurm):
     def _write_ssh(self) -> None:
         ssh = self.state / "ssh"
         ssh.mkdir(exist_ok=True)
-        os.chmod(ssh, 0o700)
+        # the host keys stay root's (0600); the rest is read by whoever runs the jobs
+        os.chmod(ssh, 0o755)
         keygen = _tool("ssh-keygen")
         for key in ["id_ed25519"] + [f"host_{n.name}" for n in self.nodes]:
             if not (ssh / key).exists():
                 _run(keygen, "-q", "-t", "ed25519", "-N", "", "-C", f"iostack-cluster {key}",
                      "-f", ssh / key)
+        user = service_account()
+        if user is not None:
+            # the jobs of a nightly root runs run as the service account, and log in to the
+            # nodes as it: its key (ssh refuses a key its owner's others may read; root
+            # reads any)
+            os.chown(ssh / "id_ed25519", user.uid, user.gid)
         shutil.copy(ssh / "id_ed25519.pub", ssh / "authorized_keys")
         (ssh / "known_hosts").write_text("".join(
             f"{n.name},{n.address} "
             + " ".join((ssh / f"host_{n.name}.pub").read_text().split()[:2]) + "\n"
             for n in self.nodes))
-        client = (f"Host *\n  User root\n  IdentityFile {ssh / 'id_ed25519'}\n"
+        # as whoever runs ssh: root from the host, the jobs' user on the nodes
+        client = (f"Host *\n  IdentityFile {ssh / 'id_ed25519'}\n"
                   "  IdentitiesOnly yes\n  BatchMode yes\n  StrictHostKeyChecking yes\n"
                   f"  UserKnownHostsFile {ssh / 'known_hosts'}\n"
                   "  GlobalKnownHostsFile /dev/null\n  LogLevel ERROR\n  ConnectTimeout 10\n")
@@ -568,6 +583,7 @@ class LocalCluster(slurm.LocalSlurm):
                  f"--uts={self.ns_file(node, 'uts')}", "--propagation", "slave", "true")
             binds = [(etc / "hosts", "/etc/hosts"), (self.node_dir(node) / "fstab", "/etc/fstab"),
                      (etc / "ssh_config", "/etc/ssh/ssh_config"),
+                     *self._accounts(etc),
                      (self.node_dir(node) / "run", NODE_RUN),
                      # what the roles record about the node's disks is the node's own
                      (self.node_dir(node) / "state", NODE_STATE)]
@@ -577,6 +593,29 @@ class LocalCluster(slurm.LocalSlurm):
                  "mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm"]
                 + [f"mount --bind {shlex.quote(str(a))} {shlex.quote(str(b))}" for a, b in binds])
             _run(*self.on(node, "sh", "-c", script))
+
+    def _accounts(self, etc: pathlib.Path) -> list[tuple[pathlib.Path, str]]:
+        """The nodes' view of the service account, which the nightly's jobs run as: on a
+        cluster's compute nodes the jobs' account has a shell and may log in with its key
+        (inter-node staging over ssh), though on the login node it has none. /etc/passwd
+        and /etc/shadow copies where it has /bin/sh and no locked password ('*': key login
+        only), bound on each node; none without the account."""
+        user = service_account()
+        if user is None:
+            return []
+        views = []
+        for name, field, value in (("passwd", 6, "/bin/sh"), ("shadow", 1, "*")):
+            lines = []
+            for line in pathlib.Path(f"/etc/{name}").read_text().splitlines():
+                parts = line.split(":")
+                if parts[0] == user.name:
+                    parts[field] = value
+                lines.append(":".join(parts))
+            copy = etc / name
+            copy.write_text("\n".join(lines) + "\n")
+            copy.chmod(0o644 if name == "passwd" else 0o640)
+            views.append((copy, f"/etc/{name}"))
+        return views
 
     def _scratch(self) -> None:
         import yaml
