@@ -108,6 +108,16 @@ def test_every_documented_variable_is_read_and_no_other():
     assert read == set(VARIABLES)
 
 
+def test_readme_lists_every_variable_with_its_meaning():
+    """README's "Environment variables" table is VARIABLES, row for row."""
+    import re
+
+    text = (paths.REPO / "README.md").read_text()
+    table = text.split("**Environment variables.**", 1)[1].split("\n\n", 2)[1]
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", table, re.M))
+    assert rows == VARIABLES
+
+
 def test_defaults_follow_home_and_xdg_and_roots_is_the_nodes():
     user = Settings.from_environ({"HOME": "/h"}, uid=1000)
     assert user.cache == user.state == pathlib.Path("/h/.cache/iostack")
