@@ -2,8 +2,9 @@
 
 The job runs `bin/iostack counts check` on the release under test: every workload of
 iostack.regression.counts (FDB archive, retrieve, GRIB encode and decode, NetCDF and
-PnetCDF writes, IOR, mdtest, nvme-stage, MultIO into FDB), counted by callgrind inside the
-timed region and by strace, against the committed references of this build
+PnetCDF writes, IOR, mdtest, nvme-stage, MultIO into FDB; OpenIFS's time steps where the
+release has OpenIFS), counted by callgrind inside the timed region and by strace, against
+the committed references of this build
 (reframe-tests/references/counts/<site>-<hash>.yaml).
 A count is the same on every run and every node, so the band is the reference's own
 (at most 1%: a 2% increase always fails) and one night decides, with no retry or
@@ -35,6 +36,8 @@ SHOWN = ('instructions', 'syscalls', 'bytes written', 'syncs')
 WORKLOADS = ('fdb-archive-key', 'fdb-archive-message', 'fdb-retrieve', 'grib-encode',
              'grib-decode', 'netcdf-serial', 'netcdf-c-combined', 'pnetcdf-combined',
              'pnetcdf-batching', 'ior-posix', 'mdtest-files', 'nvme-stage-in', 'multio-fdb')
+#: and those only a release with OpenIFS can (OpenifsWorkCountsCheck)
+OPENIFS_WORKLOADS = ('openifs-step',)
 #: counted by their system calls and bytes only: their time is the file system's
 NO_INSTRUCTIONS = ('ior-posix', 'mdtest-files', 'nvme-stage-in')
 OUTPUT = 'counts.json'
@@ -103,3 +106,14 @@ class WorkCountsCheck(IostackMixin, rfm.RunOnlyRegressionTest):
                     continue
                 self.perf_variables[f'{workload} {count}'] = sn.make_performance_function(
                     _from_json(workload, count), 'per field')
+
+
+@rfm.simple_test
+class OpenifsWorkCountsCheck(WorkCountsCheck):
+    """OpenIFS's step loop, counted where the release has OpenIFS (local's `nwp`
+    environment): its instructions and system calls per time step against the same
+    references (counts workload `openifs-step`)."""
+    descr = 'work counts per time step of OpenIFS (Held-Suarez T21L19, no output) against the build\'s references'
+    valid_prog_environs = ['+openifs']
+    tags = {'counts', 'openifs', 'nightly'}
+    workloads = variable(typ.List[str], value=list(OPENIFS_WORKLOADS))

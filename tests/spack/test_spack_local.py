@@ -13,7 +13,7 @@ from support import account as support_account
 from support import exectrace
 
 from iostack.core import paths
-from iostack.deployment import stack
+from iostack.deployment import releases, stack
 from iostack.spack import config
 from iostack.site.target import SpackEnv
 from iostack.spack import runner
@@ -165,6 +165,8 @@ def test_the_cold_build_and_the_nightly_ran_as_the_service_account(local_deploy,
     files = [root / "opt", *root.rglob("*")]
     assert len(files) > 1000 and (root / "reframe" / "results.db").is_file()
     assert [p for p in files if os.lstat(p).st_uid != acct.uid][:5] == []
+    built_by = [r.meta["built_by"] for r in releases.listing(root)]
+    assert built_by and all(b == {"user": acct.name, "uid": acct.uid} for b in built_by)
 
 
 def origin(path: str, root: pathlib.Path) -> str:

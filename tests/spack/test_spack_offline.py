@@ -242,7 +242,7 @@ def test_deploy_from_the_buildcache_refuses_a_lock_that_leaves_specs_to_concreti
         tmp_path, short_root, local_buildcache):
     """A spec of spack.yaml the lock does not fix would be concretized anew, and what it
     concretizes to may be in no cache: refused in one line, nothing installed."""
-    repo = tmp_path / "repo"
+    repo = account.for_root(tmp_path / "repo")      # root runs it: root's, as a checkout is
     files = subprocess.run(["git", "-C", str(paths.REPO), "ls-files", "-z"], capture_output=True,
                            text=True, check=True).stdout.split("\0")
     for name in filter(None, files):

@@ -25,7 +25,7 @@ import pytest
 from iostack.core import paths
 from iostack.deployment import releases
 from iostack.spack import recipes, runner
-from support import targets
+from support import account, targets
 
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 STANDIN = """# test stand-in for site local (tests/spack/test_spack_releases.py)
@@ -135,7 +135,9 @@ done
 def deployed(tmp_path_factory):
     if not os.path.exists(LMOD_INIT):
         pytest.skip("Lmod not installed (apt: lmod)")
-    base = tmp_path_factory.mktemp("releases")
+    # root's: the copy of the repository is what root's bin/iostack runs (the deployment
+    # root in it is made the service account's by the deploy)
+    base = account.for_root(tmp_path_factory.mktemp("releases"))
     repo, root = base / "repo", base / "root"
     files = subprocess.run(["git", "-C", str(paths.REPO), "ls-files", "-co", "--exclude-standard"],
                            capture_output=True, text=True, check=True).stdout.split()

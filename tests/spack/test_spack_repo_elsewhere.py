@@ -13,6 +13,8 @@ import pytest
 
 from iostack.core import paths
 from iostack.spack import runner
+from iostack.core import account as iostack_account
+from support import account as support_account
 from support import targets
 
 
@@ -58,7 +60,13 @@ def elsewhere(tmp_path_factory):
 
 
 def spack(elsewhere, *args, timeout=1800):
+    """Spack on the copy, as the service account when the suite runs as root: a build in CI
+    never runs as root (issue 33)."""
     cmd, env, top = elsewhere
+    acct = support_account.service()
+    if acct is not None:
+        cmd = iostack_account.as_account(acct, cmd)
+        env = {**env, **{"HOME": str(acct.home), "USER": acct.name, "LOGNAME": acct.name}}
     p = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=top,
                        timeout=timeout)
     print(p.stdout[-4000:], p.stderr[-3000:])

