@@ -116,4 +116,4 @@ class OpenifsWorkCountsCheck(WorkCountsCheck):
     descr = 'work counts per time step of OpenIFS (Held-Suarez T21L19, no output) against the build\'s references'
     valid_prog_environs = ['+openifs']
     tags = {'counts', 'openifs', 'nightly'}
-    workloads = variable(typ.List[str], value=list(OPENIFS_WORKLOADS))
+    workloads = list(OPENIFS_WORKLOADS)

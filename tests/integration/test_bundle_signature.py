@@ -206,6 +206,7 @@ def test_set_up_from_the_bundles_own_copy_is_refused(tmp_path, keys, pinned_rele
                                  "iostack, which cannot vouch for the bundle it came in")
 
 
+@pytest.mark.root_tmp     # set-up runs as root, from a cache that must be root's
 def test_the_command_line_refuses_in_one_line_and_changes_nothing(tmp_path, keys):
     """`bin/iostack setup` with the tampered, re-signed bundle: one line, exit 2, no cache."""
     b = make_bundle(tmp_path)
