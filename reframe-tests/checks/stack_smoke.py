@@ -73,9 +73,12 @@ class StackSmokeCheck(IostackMixin, rfm.RunOnlyRegressionTest):
         self.executable_opts = [f'"iostack-smoke: ERROR {message}"']
 
     def spack(self, *args):
-        """A Spack command on the deployment under test, as its job runs it."""
-        return (f'{paths.REPO}/bin/iostack spack --site {SITE} --root {context.root()} -- '
-                + ' '.join(args))
+        """A Spack command on the deployment under test, in the environment its release was
+        built in (`spack find /<hash>` in another finds nothing of that one's), as its job
+        runs it."""
+        env = SpackEnv.parse(context.release_env() or SITE).env
+        return (f'{paths.REPO}/bin/iostack spack --site {SITE} --root {context.root()} '
+                + (f'--env {env} ' if env else '') + '-- ' + ' '.join(args))
 
     @run_before('run')
     def set_job(self):

@@ -48,6 +48,18 @@ def release_lock() -> pathlib.Path | None:
     return lock if lock is not None and lock.is_file() else None
 
 
+def release_env() -> str | None:
+    """The Spack environment the release under test was built in (its release.json `env`:
+    `local/nwp`), None for a root without releases (the site's default)."""
+    import json
+
+    tree = release()
+    meta = tree / 'release.json' if tree else None
+    if meta is None or not meta.is_file():
+        return None
+    return json.loads(meta.read_text()).get('env')
+
+
 #: the nodes the nightly's health gate drained (iostack.regression.nightly.DRAINED_ENV)
 DRAINED_ENV = 'IOSTACK_DRAINED_NODES'
 
