@@ -395,7 +395,8 @@ def _local_cluster_partition(run, name, nps, smt=False):
         'prepare_cmds': run.prepare,
         'processor': _emulated_processor(run, nps, smt),
         'features': features,
-        'extras': {'site': 'local', 'io_dir': '/mnt/localdisk/iostack-rfm',
+        # the role's job directory (nvme_scratch_dirs: stage, 1777), as on OCI's nodes
+        'extras': {'site': 'local', 'io_dir': '/mnt/localdisk/stage/iostack-rfm',
                    'mpi_launcher_options': ['--mpi=pmix'],
                    'launcher_options': _LOCAL_CLUSTER_SRUN, 'nps': nps, 'smt': smt},
         'env_vars': LOCAL_MPI_ENV,

@@ -165,7 +165,7 @@ def test_motorbike_storage_jobs_follow_oci_openfoam(dry_runs):
     order = [nvme.index(f"name={step} ") for step in
              ("stage-in", "decompose", "fan-out", "potential", "solve", "collect", "stage-out")]
     assert order == sorted(order)
-    assert "nvme-stage stage-in " in nvme and "/mnt/localdisk/iostack-rfm/" in nvme
+    assert "nvme-stage stage-in " in nvme and "/mnt/localdisk/stage/iostack-rfm/" in nvme
     assert "name=stage-in" not in shared
     intra = scripts(prefix, "HpcMotorbikeIntraNodeCheck")
     binds = collections.Counter(re.search(r"srun (--cpu-bind=\S+)", s).group(1)

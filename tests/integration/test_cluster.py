@@ -149,7 +149,7 @@ def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
     assert values["seconds_total"] == pytest.approx(sum(values[f"seconds_{s}"] for s in steps))
     # every node removed its copy
     for node in nodes(cluster)[:3]:
-        assert cluster.ssh(node, "ls /mnt/localdisk/iostack-rfm").stdout.strip() == ""
+        assert cluster.ssh(node, "ls /mnt/localdisk/stage/iostack-rfm").stdout.strip() == ""
     with capsys.disabled():
         print("\n  staging (s): " + ", ".join(f"{s} {values[f'seconds_{s}']:.2f}" for s in steps)
               + f"; NVMe {values['seconds_total']:.1f} vs shared "

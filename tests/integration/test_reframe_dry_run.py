@@ -101,6 +101,6 @@ def test_oci_jobs_bind_per_nps_mode(dry_runs):
         for s in scripts:
             assert f"#SBATCH --partition={nps}" in s     # Oracle Japan's partitions [OCI-Tips-SlurmOps]
             assert re.search(rf"\nsrun {bind} --distribution=block:cyclic bash ", s), s
-            assert "/mnt/localdisk/iostack-rfm/" in s
+            assert "/mnt/localdisk/stage/iostack-rfm/" in s
             # UCX on the cluster-network NIC, as Oracle's stack runs MPI [OCI-HPC-Stack]
             assert "export UCX_NET_DEVICES=mlx5_2:1" in s and "export OMPI_MCA_pml=ucx" in s

@@ -344,9 +344,9 @@ WORKLOADS = {w.name: w for w in (
              # turns during the copy
              gated_calls=("openat", "close", "newfstatat", "read", "write", "renameat",
                           "fchmod")),
-    Workload("openifs-step", f"OpenIFS 48r1.1.0's ifsMASTER, Held-Suarez T21L19 from its "
-             f"analytic state, no output, one rank and thread: its time steps (per field: per "
-             f"step)", OPENIFS_HOURS, OPENIFS_STEP, _openifs_command, needs="openifs",
+    Workload("openifs-step", "OpenIFS 48r1.1.0's ifsMASTER, Held-Suarez T21L19 from its "
+             "analytic state, no output, one rank and thread: its time steps (per field: per "
+             "step)", OPENIFS_HOURS, OPENIFS_STEP, _openifs_command, needs="openifs",
              # its own files: what the model writes (NODE.001_01, ifs.stat) per step
              own_files_only=True),
 )}
