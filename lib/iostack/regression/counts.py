@@ -273,9 +273,12 @@ def _openifs_command(programs: Programs, work: pathlib.Path, size: int):
           "none", "--nproc", "1", "--groups", str(groups), "--set",
           f"NAMRIP:CSTOP='h{OPENIFS_HOURS * size}'", "--out", str(work / "fort.4")],
          {"PYTHONPATH": paths.job_pythonpath()}, work, "writing OpenIFS's namelist")
-    # the check's run environment: one OpenBLAS thread, the OpenMP stack ifs-test sets
+    # the check's run environment: one OpenBLAS thread, the OpenMP stack ifs-test sets, and
+    # ecCodes' IFS samples (the model makes its GRIB handles from them even with no output)
+    definitions = process.capture(["codes_info", "-d"], check=True).stdout.strip()
+    samples = pathlib.Path(definitions).parent / "ifs_samples" / "grib1_mlgrib2"
     return [str(model)], {"OMP_NUM_THREADS": "1", "OMP_STACKSIZE": "64M",
-                                     "OPENBLAS_NUM_THREADS": "1"}
+                          "OPENBLAS_NUM_THREADS": "1", "GRIB_SAMPLES_PATH": str(samples)}
 
 
 # netcdf-output-bench's INMCM6P day: 71 + 7 + 10 + 44 x 4 + 37 x 8 + 2 x 24 record writes
