@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from iostack.core import paths
+from support import account
 
 
 def tracked_copy(dest: pathlib.Path) -> pathlib.Path:
@@ -43,9 +44,11 @@ def run(*cmd, cwd, env=None):
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory):
-    return tracked_copy(tmp_path_factory.mktemp("checkout"))
+    return tracked_copy(account.for_root(tmp_path_factory.mktemp("checkout")))
 
 
+# the installed command runs as root here: the repository it names must be root's (trust.py)
+@pytest.mark.root_tmp
 def test_pip_install_gives_a_working_command_that_needs_the_repository_named(checkout, tmp_path):
     bin_dir = venv(tmp_path / "venv")
     p = run(bin_dir / "pip", "install", "-q", checkout, cwd=tmp_path)

@@ -80,6 +80,7 @@ _NIGHTLY = frozenset({"BindingCheck", "CrossAarch64StackCheck", "DarshanProfileC
                       "MultioBitIdentityCheck", "MultioHammerThroughputCheck",
                       "NetcdfOutputCheck", "NodeHardwareCheck", "OpenFOAMPitzDailyCheck",
                       "OpenIFSOutputCheck", "OpenifsCheck", "OpenifsIdealisedCheck",
+                      "OpenifsWorkCountsCheck",
                       "PitzDailyInterNodeCheck",
                       "StackSmokeCheck", "WorkCountsCheck"})
 #: The ReFrame modes of reframe-tests/iostack_rfm/config.py (same names; a test keeps the two
