@@ -73,8 +73,8 @@ def test_a_root_whose_parent_the_account_cannot_enter_is_refused(open_dir):
     name = account.service().name
     assert rc == 2 and errors(err) == [
         f"iostack: error: deploy runs as the service account {name}, which cannot reach "
-        f"{shut}: {shut} is 0700, owned by uid 0: {name} cannot read it; deploy where it can "
-        "(a root whose parents others may enter)"]
+        f"{shut / 'local'}: {shut} is 0700, owned by uid 0: {name} cannot enter it; deploy "
+        "where it can (a root whose parents others may enter)"]
     assert not (shut / "local").exists()
 
 

@@ -9,9 +9,11 @@ whose session was not stored (an unusable DB) into the DB, through ReFrame's own
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
+import tempfile
 from typing import NamedTuple
 
 from iostack.core.errors import Failed
@@ -22,12 +24,23 @@ from iostack.site.target import Target
 ALL_TIME = "19700101T0000+0000:now"
 
 
+@contextlib.contextmanager
+def _reading(target: Target):
+    """ReFrame's environment for a command that only reads the results DB: its own log and
+    run report go to a directory of their own, never into the deployment's state, where a
+    reader run as root (record-baseline) would leave files the service account that writes
+    there could not change."""
+    with tempfile.TemporaryDirectory(prefix="iostack-rfm-read-") as tmp:
+        yield {**reframe.environment(target), "IOSTACK_RFM_STATE": tmp}
+
+
 def stored_sessions(target: Target, period: str = ALL_TIME) -> list[dict]:
     """Sessions of the target's results DB (oldest first), as ReFrame describes them."""
     exe = target.settings.venv / "bin" / "reframe"
     cmd = [str(exe), "-C", str(target.reframe_config), "--system", target.reframe_system,
            "--describe-stored-sessions", period]
-    proc = capture(cmd, env_extra=reframe.environment(target))
+    with _reading(target) as env:
+        proc = capture(cmd, env_extra=env)
     if proc.returncode != 0:
         raise Failed(f"reading the results DB failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     try:
@@ -40,9 +53,10 @@ def stored_sessions(target: Target, period: str = ALL_TIME) -> list[dict]:
 def is_stored(target: Target, uuid: str) -> bool:
     """Whether the target's results DB holds session `uuid` (an unreadable DB: no)."""
     exe = target.settings.venv / "bin" / "reframe"
-    proc = capture([str(exe), "-C", str(target.reframe_config), "--system",
-                    target.reframe_system, "--describe-stored-sessions", uuid],
-                   env_extra=reframe.environment(target))
+    with _reading(target) as env:
+        proc = capture([str(exe), "-C", str(target.reframe_config), "--system",
+                        target.reframe_system, "--describe-stored-sessions", uuid],
+                       env_extra=env)
     try:
         return proc.returncode == 0 and any(
             s.get("session_info", {}).get("uuid") == uuid for s in json.loads(proc.stdout))
@@ -92,8 +106,8 @@ def compare_latest(target: Target, sessions: list[dict],
     lack are left out."""
     if len(sessions) < 2:
         return []
-    proc = capture(comparison_command(target, sessions, period),
-                   env_extra=reframe.environment(target))
+    with _reading(target) as env:
+        proc = capture(comparison_command(target, sessions, period), env_extra=env)
     if proc.returncode != 0:
         raise Failed(f"comparing the sessions' performance failed:\n{proc.stdout[-2000:]}"
                      f"{proc.stderr[-2000:]}")
