@@ -158,6 +158,10 @@ def test_a_bios_change_in_batches_leaves_a_running_job_untouched(cluster, venv_b
                   env=env).stdout.split() != sorted([busy, short], key=int):
             assert time.monotonic() < deadline, "the jobs did not start"
             time.sleep(0.5)
+        # RUNNING comes before slurmd has opened the job's output (a loaded node: seconds)
+        while not (out.is_file() and out.read_text().split()):
+            assert time.monotonic() < deadline, "the busy job wrote nothing"
+            time.sleep(0.2)
         before = [int(x) for x in out.read_text().split()]
 
         watch = Watch(cluster, busy)
