@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import os
 import pathlib
+import stat
 import sys
 
 import pytest
@@ -202,6 +203,44 @@ def pytest_runtest_setup(item):
     tier = _tier_of(pathlib.Path(str(item.fspath)))
     _for_the_account = tier in ("integration", "spack", "nightly") and \
         item.get_closest_marker("root_tmp") is None
+
+
+def _temporary_root(item) -> pathlib.Path | None:
+    """/tmp/pytest-of-<user>, once this session has made its temporary directory in it."""
+    factory = getattr(item.config, "_tmp_path_factory", None)
+    if factory is None or factory._basetemp is None:
+        return None
+    return factory.getbasetemp().parent
+
+
+def _searchable(top: pathlib.Path | None) -> bool:
+    return top is not None and bool(os.stat(top).st_mode & stat.S_IXOTH)
+
+
+#: whether the account could enter /tmp/pytest-of-<user> when this test started
+_open_before = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    global _open_before
+    _open_before = _searchable(_temporary_root(item))
+
+
+def pytest_runtest_teardown(item):
+    """A test that shut the account out of the temporary directories fails, named: pytest
+    makes /tmp/pytest-of-<user> 0700 whenever a pytest without --basetemp starts (an inner
+    run of a test), and the other worker's runs as the account then fail on permissions,
+    wherever they are (CI's counts and Darshan checks did)."""
+    from support import account
+
+    top = _temporary_root(item)
+    acct = account.service()
+    if acct is None or not _open_before or _searchable(top):
+        return
+    account.open_above(top / "x", acct)
+    pytest.fail(f"{top} lost o+x during this test: an inner pytest needs a --basetemp of "
+                "its own (tests/integration/test_workers.py, inner_basetemp)", pytrace=False)
 
 
 @pytest.fixture(scope="session")

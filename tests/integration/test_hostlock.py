@@ -71,7 +71,8 @@ def run_two_modules(tmp_path: pathlib.Path, mark: str) -> list[dict]:
            "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-n", "2", "--dist", "loadscope", "-c", os.devnull, "--rootdir", str(tree),
-                        str(tree)], cwd=tree, env=env, capture_output=True, text=True, timeout=120)
+                        # its own, not one beside the outer session's (test_workers.clean_env)
+                        "--basetemp", str(tmp_path / "basetemp"), str(tree)], cwd=tree, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     return [json.loads(line) for line in log.read_text().splitlines()]
 

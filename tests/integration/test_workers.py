@@ -88,16 +88,25 @@ def stand_in_tree(tmp_path: pathlib.Path, shared: frozenset[str]) -> pathlib.Pat
 
 def clean_env() -> dict[str, str]:
     """This process's environment without the outer xdist worker's variables, and with
-    tests/ importable (for `support`)."""
+    tests/ importable (for `support`). An inner pytest is given a --basetemp of its own
+    (inner_basetemp): left to make one under /tmp/pytest-of-root, it takes that directory's o+x away
+    (pytest 9 makes it 0700), and the service account's runs of the outer session's other
+    worker lose every directory in it at once."""
     tests_dir = pathlib.Path(__file__).parents[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     env["PYTHONPATH"] = os.pathsep.join([str(tests_dir), env.get("PYTHONPATH", "")])
     return env
 
 
+def inner_basetemp(beside: pathlib.Path) -> list[str]:
+    """An inner pytest's --basetemp, in the outer test's directory (clean_env says why)."""
+    return ["--basetemp", str(beside.parent / f"{beside.name}-basetemp")]
+
+
 def run_tree(tree: pathlib.Path, log: pathlib.Path) -> subprocess.CompletedProcess:
     env = {**clean_env(), "WORKERS_LOG": str(log)}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests"],
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           *inner_basetemp(tree), "tests"],
                           cwd=tree, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -129,7 +138,7 @@ def collect_and_judge(directory: pathlib.Path, tmp_path: pathlib.Path) -> str:
     out = tmp_path / "stale.txt"
     env = {**clean_env(), "WORKERS_STALE": str(out)}
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0",
-                        "-p", "support.workers", "--co", "-q", "tests"],
+                        *inner_basetemp(tmp_path), "-p", "support.workers", "--co", "-q", "tests"],
                        cwd=directory, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     return out.read_text()

@@ -159,3 +159,43 @@ def test_with_a_reference_blas_every_output_mode_and_layout_prints_the_same_norm
         if output == "fdb":
             assert re.search(r"^oifs-idealised: norms across-modes none grib fdb "
                              r"RESULT=IDENTICAL$", (out / "figures.out").read_text(), re.M)
+
+
+OPENIFS_SHIM = paths.REPO / "tests" / "support" / "counts" / "openifs_slowdown.c"
+
+
+def test_openifs_step_counts_hold_to_the_references_and_a_2_percent_loop_fails_named(
+        nwp_deploy, tmp_path, timings):
+    """OpenifsWorkCountsCheck through the nightly: OpenIFS's time steps count what the
+    committed references of this build say; with a busy loop of 2% of a step's
+    instructions before every SCAN2M (the grid-point part of each step,
+    tests/support/counts/openifs_slowdown.c) `bin/iostack counts check` fails, naming the
+    loop."""
+    import yaml
+
+    from iostack.regression import counts
+
+    root, release = nwp_deploy
+    assert iostack("switch", "--site", "local", "--root", root, release.name,
+                   "--force")[0].returncode == 0
+    p, seconds = iostack("nightly", "--site", "local", "--root", root, "--", "-n",
+                         "OpenifsWorkCountsCheck")
+    timings["OpenifsWorkCountsCheck in the nightly"] = seconds
+    assert p.returncode == 0, p.stdout[-3000:]
+    ref = counts.reference_file(counts.release_programs(release, "local").build)
+    per_step = yaml.safe_load(ref.read_text())["workloads"]["openifs-step"]["counts"][
+        "instructions"]["value"]
+    shim = tmp_path / "openifs_slowdown.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, OPENIFS_SHIM, "-ldl"],
+                   check=True)
+    shim.chmod(0o755)
+    env = {**os.environ, "LD_PRELOAD": str(shim),
+           "IOSTACK_INJECT_INSTRUCTIONS": str(int(0.02 * per_step))}
+    p = subprocess.run([IOSTACK, "counts", "check", "--root", root, "--workload",
+                        "openifs-step"], capture_output=True, text=True, env=env,
+                       timeout=3600)
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-2000:]
+    (moved,) = [line for line in p.stdout.splitlines() if line.startswith("MOVED")]
+    assert moved.startswith("MOVED openifs-step: instructions per field ")
+    assert 0.018 < float(moved.split("(")[1].split("%")[0]) / 100 < 0.022
+    assert "grew: iostack_injected_busy_loop +" in moved

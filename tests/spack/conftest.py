@@ -144,8 +144,10 @@ def short_root(local_deploy):
 @pytest.fixture
 def scratch_cache(tmp_path):
     """An iostack cache directory of its own (IOSTACK_CACHE): the real Spack trees and their
-    index, but its own registered mirrors and an empty key ring. Returns (env, cache)."""
-    cache = tmp_path / "cache"
+    index, but its own registered mirrors and an empty key ring. Returns (env, cache).
+    tmp_path becomes root's: root runs the Spack this cache points to, and refuses a tree
+    in a directory another user owns (iostack.core.trust)."""
+    cache = account.for_root(tmp_path) / "cache"
     cache.mkdir()
     spack_root, spack_packages = runner.locate(targets.settings())
     (cache / "spack").symlink_to(spack_root)

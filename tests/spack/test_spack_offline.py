@@ -109,7 +109,7 @@ def test_setup_refuses_a_file_the_sums_do_not_cover(tmp_path, scratch_cache):
 
 
 def test_setup_from_the_bundle_unpacks_the_pinned_spack_and_registers_its_mirror(tmp_path):
-    cache = tmp_path / "cache"
+    cache = account.for_root(tmp_path) / "cache"     # root's, as /var/cache/iostack is
     p = iostack("setup", "--skip-apt", "--spack-bundle", shared_bundle(),
                 env={"IOSTACK_CACHE": str(cache), "SPACK_ROOT": "", "IOSTACK_SPACK_PACKAGES": ""})
     assert p.returncode == 0, p.error_lines
@@ -242,7 +242,8 @@ def test_deploy_from_the_buildcache_refuses_a_lock_that_leaves_specs_to_concreti
         tmp_path, short_root, local_buildcache):
     """A spec of spack.yaml the lock does not fix would be concretized anew, and what it
     concretizes to may be in no cache: refused in one line, nothing installed."""
-    repo = account.for_root(tmp_path / "repo")      # root runs it: root's, as a checkout is
+    # root runs it: root's, as a checkout is, and so is the directory it is in
+    repo = account.for_root(account.for_root(tmp_path) / "repo")
     files = subprocess.run(["git", "-C", str(paths.REPO), "ls-files", "-z"], capture_output=True,
                            text=True, check=True).stdout.split("\0")
     for name in filter(None, files):

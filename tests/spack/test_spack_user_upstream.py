@@ -33,6 +33,7 @@ from conftest import built_from_source, iostack
 
 from iostack.core import paths, pins
 from iostack.deployment import releases, upstream
+from support import account
 
 PROJECT = paths.REPO / "tests" / "data" / "user-build"
 
@@ -271,6 +272,7 @@ def test_the_scope_works_on_the_release_mounted_from_its_image(user_build, user)
     root, release, scope, _, _, _ = user_build
     shelf = user.home.parent / "image"          # readable by the user, as a centre's images
     shelf.mkdir(mode=0o755)
+    account.give(shelf)                         # bin/iostack image writes as the account
     made = iostack("image", "--root", root, release.id, "-o", shelf / "release.squashfs")
     assert made.returncode == 0, made.error_lines
     (shelf / "release.squashfs").chmod(0o644)
