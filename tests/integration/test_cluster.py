@@ -111,18 +111,19 @@ def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
     (open-mpi/ompi#13559): a rank that leaves the last PMIx fence ahead of a slow peer can
     send before the peer's PML is ready, and the peer dies of SIGSEGV in mca_btl_tcp (gdb on
     its core). Under a compile load beside the cluster, 6 of 340 six-rank steps died so; the
-    nodes' daemons at nice -10 made it 2 of 400 (cluster.py). So the check may run twice, and
-    a first attempt that failed must have failed of that alone: 139, and the reconstruction
-    that needed the failed solve's output (exit 1)."""
+    nodes' daemons at nice -10 made it 2 of 400 (cluster.py). CI's fully loaded run lost both
+    of two attempts so (rank 0's solve, 139, twice), so the check may run three times, and
+    an attempt that failed must have failed of that alone: 139, and the reconstruction that
+    needed the failed solve's output (exit 1)."""
     p, report = nightly(cluster, tmp_path, "-n", "MotorBikeStagingCheck",
                         "-S", "surface_level=3", "-S", "background_cells=10,4,4",
-                        "-S", "end_time=10", "--max-retries", "1")
+                        "-S", "end_time=10", "--max-retries", "2")
     cases = last_attempts(report)
     by_partition = {tc["partition"]: tc for tc in cases.values()}
     assert by_partition["nps1"]["result"] == "pass", by_partition["nps1"]["fail_reason"]
-    (first,) = [tc for tc in report["runs"][0]["testcases"] if tc["partition"] == "nps1"]
-    if first["result"] != "pass":
-        reason = first["fail_reason"] or ""
+    for attempt in report["runs"][:-1]:
+        (failed,) = [tc for tc in attempt["testcases"] if tc["partition"] == "nps1"]
+        reason = failed["fail_reason"] or ""
         died = MPI_INIT_RACE.findall(reason)
         assert died and reason.count("'step ") == len(died), reason
         assert all(rc == "139" or name.endswith("reconstruct") for name, rc in died), reason

@@ -7,6 +7,7 @@ bundles use those two."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import pathlib
 import re
@@ -20,7 +21,7 @@ import pytest
 from iostack.core import paths
 from iostack.offline import bundle
 from iostack.spack import config, runner
-from support import account, targets
+from support import account, exectrace, targets
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
@@ -106,7 +107,12 @@ def installed_prefixes(root: pathlib.Path) -> list[str]:
 @pytest.fixture(scope="session")
 def local_deploy(tmp_path_factory, timings):
     """`local` deployed from source into a fresh root, its release made current:
-    (root, the deploy's Run)."""
+    (root, the deploy's Run). IOSTACK_TEST_LOCAL_DEPLOY names a root an earlier run of the
+    tier deployed instead (a developer's shortcut past the cold build, for a few tests: the
+    tests change it); CI never sets it."""
+    reused = os.environ.get("IOSTACK_TEST_LOCAL_DEPLOY")
+    if reused:
+        return pathlib.Path(reused), Run(0, "", "", float("nan"))
     root = tmp_path_factory.mktemp("local-from-source")
     run = iostack("deploy", "--site", "local", "--root", root, "--skip-regression")
     assert run.returncode == 0, run.error_lines
@@ -127,6 +133,39 @@ def local_buildcache(local_deploy, timings):
     assert run.returncode == 0, run.error_lines
     timings["buildcache push local"] = run.seconds
     return root / "buildcache"
+
+
+@pytest.fixture(scope="session")
+def traced_nightly(local_deploy, timings, tmp_path_factory):
+    """The nightly mode on the Spack-built stack and the node's own (`stack` and `builtin`),
+    every execve of it traced (tests/support/exectrace.py). One repeat of the repeated
+    figures, and performance not judged: CI's node is no reference (the gates are the
+    campaign's, tools/testbed/iostack_testbed/campaign.py). One run for the session: the
+    tests of what it ran (test_spack_local's listing, test_spack_multio's comparisons) read
+    its report."""
+    root, _ = local_deploy
+    trace = tmp_path_factory.mktemp("trace") / "execve.trace"
+    # -S, not -p: ReFrame 4.10 loses -p when it expands the nightly --mode
+    start = time.monotonic()
+    p = subprocess.run(
+        [*exectrace.STRACE, "-o", str(trace), str(IOSTACK), "nightly", "--site", "local",
+         "--root", str(root), "--", "--skip-performance-check",
+         # a traced process cannot be ptraced again: the throughput checks' own strace
+         # (their sync audit and per-field profile) fails under this trace; the integration
+         # tier runs them
+         "-S", "audit_steps=0", "-S", "profile_steps=0",
+         # and WorkCountsCheck's strace would fail the same way: test_spack_counts runs it
+         "-x", "WorkCountsCheck",
+         "-S", "FdbThroughputCheck.repeats=1", "-S", "FdbWriterScalingCheck.repeats=1",
+         "-S", "MultioHammerThroughputCheck.repeats=1",
+         "-S", "IO500Check.repeats=1", "-S", "NetcdfOutputCheck.repeats=1"],
+        capture_output=True, text=True, timeout=3 * 3600)
+    timings["nightly mode on the Spack stack and Debian's (local), traced"] = \
+        time.monotonic() - start
+    print(p.stdout[-4000:], p.stderr[-2000:])
+    reports = sorted((root / "current" / "reframe" / "reports").glob("run-report-*.json"),
+                     key=os.path.getmtime)
+    return p, json.loads(reports[-1].read_text()), exectrace.executions(trace.read_text())
 
 
 @pytest.fixture

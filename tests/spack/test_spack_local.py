@@ -5,10 +5,9 @@ import os
 import pathlib
 import shutil
 import subprocess
-import time
 
 import pytest
-from conftest import IOSTACK, LOCAL_BUILT, built_from_source, fetched_urls, iostack
+from conftest import LOCAL_BUILT, built_from_source, fetched_urls, iostack
 from support import account as support_account
 from support import exectrace
 
@@ -96,37 +95,6 @@ def test_lock_roots_are_the_stack_the_smoke_check_checks():
 # What the nightly's checks on `local` may run, by where it comes from; anything else (a
 # program in a ReFrame stage directory above all) fails the listing test.
 SHELL_AND_TOOLS = "/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/"
-
-
-@pytest.fixture(scope="module")
-def traced_nightly(local_deploy, timings, tmp_path_factory):
-    """The nightly mode on the Spack-built stack and the node's own (`stack` and `builtin`),
-    every execve of it traced (tests/support/exectrace.py). One repeat of the repeated
-    figures, and performance not judged: CI's node is no reference (the gates are the
-    campaign's, tools/testbed/iostack_testbed/campaign.py)."""
-    root, _ = local_deploy
-    trace = tmp_path_factory.mktemp("trace") / "execve.trace"
-    # -S, not -p: ReFrame 4.10 loses -p when it expands the nightly --mode
-    start = time.monotonic()
-    p = subprocess.run(
-        [*exectrace.STRACE, "-o", str(trace), IOSTACK, "nightly", "--site", "local",
-         "--root", str(root), "--", "--skip-performance-check",
-         # a traced process cannot be ptraced again: the throughput checks' own strace
-         # (their sync audit and per-field profile) fails under this trace; the integration
-         # tier runs them
-         "-S", "audit_steps=0", "-S", "profile_steps=0",
-         # and WorkCountsCheck's strace would fail the same way: test_spack_counts runs it
-         "-x", "WorkCountsCheck",
-         "-S", "FdbThroughputCheck.repeats=1", "-S", "FdbWriterScalingCheck.repeats=1",
-         "-S", "MultioHammerThroughputCheck.repeats=1",
-         "-S", "IO500Check.repeats=1", "-S", "NetcdfOutputCheck.repeats=1"],
-        capture_output=True, text=True, timeout=3 * 3600)
-    timings["nightly mode on the Spack stack and Debian's (local), traced"] = \
-        time.monotonic() - start
-    print(p.stdout[-4000:], p.stderr[-2000:])
-    reports = sorted((root / "current" / "reframe" / "reports").glob("run-report-*.json"),
-                     key=os.path.getmtime)
-    return p, json.loads(reports[-1].read_text()), exectrace.executions(trace.read_text())
 
 
 def last_attempts(report):

@@ -260,8 +260,13 @@ def test_deploy_from_the_buildcache_refuses_a_lock_that_leaves_specs_to_concreti
     errors = [line for line in p.stderr.splitlines() if line.startswith("iostack: error:")]
     assert p.returncode == 1 and errors == [
         "iostack: error: local's spack.lock does not fix every spec of its spack.yaml, so "
-        "Spack concretized again; a deploy from a build cache installs the lock as it is: "
-        "`bin/iostack lock --update local`, commit, build and push again"]
+        "Spack would concretize again; a deploy from a build cache installs the lock as it "
+        "is: `bin/iostack lock --update local`, commit, build and push again"]
+    # refused before Spack's solve (deploy.names_the_lock_leaves_open): a concretize would
+    # have written ecbuild into the deployment's copy of the lock
+    deployed = short_root / "spack-env" / "sites" / "local" / "spack.lock"
+    assert not deployed.exists() or "ecbuild" not in {
+        r["spec"].split()[0] for r in json.loads(deployed.read_text())["roots"]}
     assert "Traceback" not in p.stderr and installed_prefixes(short_root) == []
 
 

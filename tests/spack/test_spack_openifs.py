@@ -75,9 +75,13 @@ def test_the_recipe_patches_the_released_ifs_source_where_it_means_to(nwp_mirror
     mirror, _ = nwp_mirror
     root = mirror.parent
     spack = ("spack", "--site", "local", "--env", "nwp", "--root", root, "--")
-    run = iostack(*spack, "patch", "openifs")
+    # the lock's openifs, by its hash: `openifs` by name would be concretized afresh (two
+    # solves of two CPU-minutes each in CI), and might not be the spec the lock builds
+    (locked,) = [f"/{r['hash']}" for r in NWP_LOCK["roots"] if r["spec"] == "openifs"]
+    run = iostack(*spack, "patch", locked)
     assert run.returncode == 0, run.error_lines
-    where = iostack(*spack, "location", "--source-dir", "openifs")
+    assert f"Patched openifs in {root}" in run.output and locked[1:] in run.output
+    where = iostack(*spack, "location", "--source-dir", locked)
     assert where.returncode == 0, where.error_lines
     text = (pathlib.Path(where.stdout.strip().splitlines()[-1]) / "ifs-source" /
             "CMakeLists.txt").read_text()

@@ -118,6 +118,52 @@ def write_spider_cache(target: Target, release: releases.Release) -> None:
 LOCK_COVERS_ALL = "No new specs to concretize"
 
 
+LOCK_LEAVES_SPECS = ("{env}'s spack.lock does not fix every spec of its spack.yaml, so "
+                     "Spack would concretize again; a deploy from a build cache installs the "
+                     "lock as it is: `bin/iostack lock --update {env}`, commit, build and push "
+                     "again")
+
+
+def names_the_lock_leaves_open(env_dir: pathlib.Path) -> set[str] | None:
+    """The packages that env_dir's spack.yaml's specs name and its spack.lock's roots do not, or the
+    other way round (empty: the same packages); None where the manifest says more than
+    plain strings and lists of them (`$name` of a plain definition in it or a file it
+    includes), which only Spack's concretize can judge. A deploy from a build cache refuses
+    a difference before a solve of minutes finds it."""
+    import yaml
+
+    try:
+        manifest = yaml.safe_load((env_dir / "spack.yaml").read_text())["spack"]
+        definitions: dict[str, list] = {}
+        for doc in [manifest, *(yaml.safe_load((env_dir / inc).read_text()) or {}
+                                for inc in manifest.get("include", []))]:
+            for entry in doc.get("definitions", []) if isinstance(doc, dict) else []:
+                for name, values in entry.items():
+                    if not isinstance(values, list):
+                        return None     # a `when:` or a matrix
+                    definitions.setdefault(name, []).extend(values)
+        lock = json.loads((env_dir / "spack.lock").read_text())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, yaml.YAMLError):
+        return None
+
+    def expand(specs, depth=0):
+        for spec in specs:
+            if not isinstance(spec, str) or depth > 10:
+                raise TypeError(spec)
+            if spec.startswith("$"):
+                yield from expand(definitions[spec[1:]], depth + 1)
+            else:
+                yield spec
+    try:
+        wanted = {stack.spec_name(s) for s in expand(manifest.get("specs", []))}
+    except (TypeError, KeyError):
+        return None
+    locked = {stack.spec_name(r.get("spec", "")) for r in lock.get("roots", [])}
+    if None in wanted or None in locked:
+        return None
+    return wanted ^ locked
+
+
 def write_sbom(target: Target, release: releases.Release) -> None:
     log.info(f"SBOM (CycloneDX 1.6): {sbom.write(target, release)}")
 
@@ -128,6 +174,8 @@ def build(target: Target, release: releases.Release,
     trees (`target` names the release)."""
     rel, root, env = release.path, target.root, target.env
     timer = phases.Timer()
+    if buildcache and names_the_lock_leaves_open(paths.SPACK_ENV_SITES / env.name):
+        raise Failed(LOCK_LEAVES_SPECS.format(env=env))
     with timer("concretize"):
         concretized = runner.spack(["concretize"], target, check=False, capture=True,
                                    capture_stderr=True)
@@ -137,9 +185,7 @@ def build(target: Target, release: releases.Release,
     if buildcache and LOCK_COVERS_ALL not in concretized.stdout:
         # what a build cache holds was built from the lock: a spec concretized now may be
         # in no cache, and the lock no longer says what the release is
-        raise Failed(f"{env}'s spack.lock does not fix every spec of its spack.yaml, so "
-                     f"Spack concretized again; a deploy from a build cache installs the lock as "
-                     f"it is: `bin/iostack lock --update {env}`, commit, build and push again")
+        raise Failed(LOCK_LEAVES_SPECS.format(env=env))
     if buildcache:
         use_buildcache(root, buildcache)
         with timer("install"):

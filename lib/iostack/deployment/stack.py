@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import re
 
 from iostack.site.target import SpackEnv
 
@@ -50,6 +51,16 @@ class RootSpec:
         if self.external_modules:
             return list(self.external_modules)
         return list(self.hierarchy) + [self.module]
+
+
+#: a spec string's package: the name it starts with (`fdb@5.13 +tools %gcc` names fdb)
+_SPEC_NAME = re.compile(r"\s*([a-z0-9][a-z0-9_-]*)(?=$|[\s@%+~^=/])")
+
+
+def spec_name(spec: str) -> str | None:
+    """The package a spec string names first, None if it starts with no name (`^zlib`)."""
+    m = _SPEC_NAME.match(spec)
+    return m.group(1) if m else None
 
 
 def _providers(spec: dict, specs: dict, virtuals, transitive: bool = False) -> list[dict]:
