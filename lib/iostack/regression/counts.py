@@ -351,7 +351,10 @@ WORKLOADS = {w.name: w for w in (
              "analytic state, no output, one rank and thread: its time steps (per field: per "
              "step)", OPENIFS_HOURS, OPENIFS_STEP, _openifs_command, needs="openifs",
              # its own files: what the model writes (NODE.001_01, ifs.stat) per step
-             own_files_only=True),
+             own_files_only=True,
+             # glibc's allocator (_int_free, malloc_consolidate) moves a step's instructions:
+             # 3 runs spread 0.18%, 5 others 0.02%; gated at 0.5%, a 2% loop still fails
+             instructions_floor=0.005),
 )}
 
 
@@ -954,7 +957,7 @@ def main(programs: Programs, action: str, reference_path: pathlib.Path, runs: in
             main = "instructions" if "instructions" in w["counts"] else "syscalls"
             c = w["counts"][main]
             log.info(f"{name}: {main} per field {c['value']:,.1f} (spread "
-                     f"{c['spread']:.4%} over {runs} runs); {gated} of {len(w['counts'])} "
+                     f"{c['spread']:.4%} over {w.get('runs', runs)} runs); {gated} of {len(w['counts'])} "
                      "counts gated", extra={"bare": True})
         log.info(f"count references written to {reference_path}")
         return 0
