@@ -74,7 +74,50 @@ def misc_cache(settings: Settings, spack_root: pathlib.Path, pkgs: pathlib.Path)
     trusts an index whose recipes are older than it, so checkouts must not share one."""
     key = hashlib.sha256("\0".join(map(str, (spack_root.resolve(), pkgs.resolve(),
                                               paths.REPO.resolve()))).encode()).hexdigest()
-    return settings.state / "spack-misc" / key[:16]
+    misc = settings.state / "spack-misc" / key[:16]
+    if not misc.exists():
+        seed_builtin_indexes(misc, spack_root, pkgs)
+    return misc
+
+
+#: Spack's index kinds kept per repository in its misc cache (<kind>/<namespace>-...-index.json)
+INDEX_KINDS = ("providers", "tags", "patches")
+#: in each misc cache iostack makes: the Spack and spack-packages it indexes
+MISC_SOURCES = "iostack-sources.json"
+
+
+def seed_builtin_indexes(misc: pathlib.Path, spack_root: pathlib.Path, pkgs: pathlib.Path) -> None:
+    """A new checkout's misc cache starts with the builtin repository's indexes from another
+    of the same Spack and spack-packages: its recipes are the same files, older than those
+    indexes, which Spack trusts; only iostack's repository, whose recipes are this
+    checkout's, is indexed again (a copied checkout's first Spack call spent 100 CPU-s on
+    builtin's). Done only by the directory's owner (root never makes the account's)."""
+    import json
+    import tempfile
+
+    parent = misc.parent
+    sources = {"spack": str(spack_root.resolve()), "spack_packages": str(pkgs.resolve())}
+    try:
+        if not parent.is_dir() or parent.stat().st_uid != os.geteuid():
+            return
+        misc.mkdir()
+        (misc / MISC_SOURCES).write_text(json.dumps(sources))
+        for other in sorted(parent.iterdir()):
+            try:
+                if other == misc or json.loads((other / MISC_SOURCES).read_text()) != sources:
+                    continue
+            except (OSError, ValueError):
+                continue
+            for kind in INDEX_KINDS:
+                for index in (other / kind).glob("builtin-*-index.json"):
+                    (misc / kind).mkdir(exist_ok=True)
+                    with tempfile.NamedTemporaryFile(dir=misc / kind, delete=False) as tmp:
+                        pass
+                    shutil.copy2(index, tmp.name)      # its time too: Spack compares it
+                    os.replace(tmp.name, misc / kind / index.name)
+            return
+    except OSError:
+        return      # Spack indexes everything itself, as without the seed
 
 
 def environment(settings: Settings, root_dir: pathlib.Path,
