@@ -93,7 +93,6 @@ def seed_builtin_indexes(misc: pathlib.Path, spack_root: pathlib.Path, pkgs: pat
     checkout's, is indexed again (a copied checkout's first Spack call spent 100 CPU-s on
     builtin's). Done only by the directory's owner (root never makes the account's)."""
     import json
-    import tempfile
 
     parent = misc.parent
     sources = {"spack": str(spack_root.resolve()), "spack_packages": str(pkgs.resolve())}
@@ -111,10 +110,11 @@ def seed_builtin_indexes(misc: pathlib.Path, spack_root: pathlib.Path, pkgs: pat
             for kind in INDEX_KINDS:
                 for index in (other / kind).glob("builtin-*-index.json"):
                     (misc / kind).mkdir(exist_ok=True)
-                    with tempfile.NamedTemporaryFile(dir=misc / kind, delete=False) as tmp:
-                        pass
-                    shutil.copy2(index, tmp.name)      # its time too: Spack compares it
-                    os.replace(tmp.name, misc / kind / index.name)
+                    # its time too (Spack compares it); whole or not at all (this process
+                    # made the directory, so nothing else writes here yet)
+                    partial = misc / kind / f".{index.name}.seeding"
+                    shutil.copy2(index, partial)
+                    os.replace(partial, misc / kind / index.name)
             return
     except OSError:
         return      # Spack indexes everything itself, as without the seed

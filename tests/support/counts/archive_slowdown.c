@@ -17,10 +17,7 @@
 
 typedef void (*archive_fn)(void *, const void *, const void *, unsigned long);
 
-__attribute__((noinline)) void iostack_injected_busy_loop(unsigned long iterations) {
-    if (iterations)
-        __asm__ volatile("1: dec %0\n\tjnz 1b" : "+r"(iterations) : : "cc");
-}
+#include "busy_loop.h"
 
 /* fdb5::FDB::archive(fdb5::Key const&, void const*, unsigned long) */
 void _ZN4fdb53FDB7archiveERKNS_3KeyEPKvm(void *self, const void *key, const void *data,
@@ -29,10 +26,8 @@ void _ZN4fdb53FDB7archiveERKNS_3KeyEPKvm(void *self, const void *key, const void
     static long iterations = -1;
     if (!real)
         real = (archive_fn)dlsym(RTLD_NEXT, "_ZN4fdb53FDB7archiveERKNS_3KeyEPKvm");
-    if (iterations < 0) {
-        const char *s = getenv("IOSTACK_INJECT_INSTRUCTIONS");
-        iterations = s ? strtol(s, NULL, 10) / 2 : 0;
-    }
+    if (iterations < 0)
+        iterations = injected_iterations("IOSTACK_INJECT_INSTRUCTIONS");
     iostack_injected_busy_loop((unsigned long)iterations);
     real(self, key, data, length);
 }
@@ -67,10 +62,8 @@ void *_ZNK5eckit8PathName10partHandleERKNS_6OffsetERKNS_6LengthE(const void *sel
     if (!real)
         real = (part_handle_fn)dlsym(RTLD_NEXT,
                                      "_ZNK5eckit8PathName10partHandleERKNS_6OffsetERKNS_6LengthE");
-    if (iterations < 0) {
-        const char *s = getenv("IOSTACK_INJECT_RETRIEVE_INSTRUCTIONS");
-        iterations = s ? strtol(s, NULL, 10) / 2 : 0;
-    }
+    if (iterations < 0)
+        iterations = injected_iterations("IOSTACK_INJECT_RETRIEVE_INSTRUCTIONS");
     iostack_injected_busy_loop((unsigned long)iterations);
     return real(self, offset, length);
 }

@@ -12,10 +12,7 @@
 typedef void *p;
 typedef void (*scan_fn)(p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
 
-__attribute__((noinline)) void iostack_injected_busy_loop(unsigned long iterations) {
-    if (iterations)
-        __asm__ volatile("1: dec %0\n\tjnz 1b" : "+r"(iterations) : : "cc");
-}
+#include "busy_loop.h"
 
 void scan2m_(p a0, p a1, p a2, p a3, p a4, p a5, p a6, p a7, p a8, p a9, p a10, p a11,
              p a12, p a13, p a14, p a15) {
@@ -23,10 +20,8 @@ void scan2m_(p a0, p a1, p a2, p a3, p a4, p a5, p a6, p a7, p a8, p a9, p a10, 
     static long iterations = -1;
     if (!real)
         real = (scan_fn)dlsym(RTLD_NEXT, "scan2m_");
-    if (iterations < 0) {
-        const char *s = getenv("IOSTACK_INJECT_INSTRUCTIONS");
-        iterations = s ? strtol(s, NULL, 10) / 2 : 0;
-    }
+    if (iterations < 0)
+        iterations = injected_iterations("IOSTACK_INJECT_INSTRUCTIONS");
     iostack_injected_busy_loop((unsigned long)iterations);
     real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
 }
