@@ -155,13 +155,13 @@ def names_the_lock_leaves_open(env_dir: pathlib.Path) -> set[str] | None:
             else:
                 yield spec
     try:
-        wanted = {stack.spec_name(s) for s in expand(manifest.get("specs", []))}
+        wanted = [stack.spec_name(s) for s in expand(manifest.get("specs", []))]
     except (TypeError, KeyError):
         return None
-    locked = {stack.spec_name(r.get("spec", "")) for r in lock.get("roots", [])}
+    locked = [stack.spec_name(r.get("spec", "")) for r in lock.get("roots", [])]
     if None in wanted or None in locked:
         return None
-    return wanted ^ locked
+    return set(filter(None, wanted)) ^ set(filter(None, locked))
 
 
 def write_sbom(target: Target, release: releases.Release) -> None:
