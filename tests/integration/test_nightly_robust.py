@@ -236,7 +236,7 @@ def test_a_disk_that_fills_up_ends_the_run_in_bounded_time_naming_it(tiny_fs):
     # bounded: the run returns (subprocess's timeout is the hang guard, not an assertion
     # about speed), and the tool was stopped at its tool_timeout, as its line says
     p = iostack("nightly", "--root", root, "--", *QUICK, "-S", "FdbBitIdentityCheck.nsteps=52",
-                "-S", "FdbBitIdentityCheck.tool_timeout=30", timeout=3600)
+                "-S", "FdbBitIdentityCheck.tool_timeout=30", timeout=1800)
     assert p.returncode == 1
     fs = re.escape(f"file system {tiny_fs} (/dev/loop") + r"\d+" + re.escape(", ext4)")
     assert re.search(r"Reason: sanity error: " + fs, p.stdout), "the check does not name it"

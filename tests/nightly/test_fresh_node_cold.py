@@ -12,7 +12,7 @@ def test_fresh_node_deploys_local_from_source_and_passes_a_nightly_check(fresh_b
     root, setup_run = fresh_bookworm_node
     assert setup_run.returncode == 0, setup_run.output[-3000:]
     start = time.monotonic()
-    p = root.run(["sh", "-c", SCRIPT])
+    p = root.run(["sh", "-c", SCRIPT], timeout=6 * 3600)  # the nightly tier: over an hour
     timings["fresh node: cold deploy of local + FdbBitIdentityCheck"] = time.monotonic() - start
     assert p.returncode == 0, p.output[-6000:]
     assert "No binary for" in p.output  # built here, from the mirror's sources

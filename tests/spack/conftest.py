@@ -22,6 +22,7 @@ from iostack.core import paths
 from iostack.offline import bundle
 from iostack.spack import config, runner
 from support import account, exectrace, targets
+from support.budget import COLD_DEPLOY
 
 IOSTACK = str(paths.REPO / "bin" / "iostack")
 # What the local site builds from the mirror's sources; all else is a Debian external.
@@ -61,7 +62,7 @@ class Run:
         return [line for line in self.stderr.splitlines() if line.startswith("iostack: error:")]
 
 
-def iostack(*args, env=None, timeout=3600, cwd=None) -> Run:
+def iostack(*args, env=None, timeout=1800, cwd=None) -> Run:
     start = time.monotonic()
     p = subprocess.run([IOSTACK, *map(str, args)], capture_output=True, text=True,
                        env={**os.environ, **(env or {})}, timeout=timeout, cwd=cwd)
@@ -114,7 +115,8 @@ def local_deploy(tmp_path_factory, timings):
     if reused:
         return pathlib.Path(reused), Run(0, "", "", float("nan"))
     root = tmp_path_factory.mktemp("local-from-source")
-    run = iostack("deploy", "--site", "local", "--root", root, "--skip-regression")
+    run = iostack("deploy", "--site", "local", "--root", root, "--skip-regression",
+                  timeout=COLD_DEPLOY)
     assert run.returncode == 0, run.error_lines
     # untested releases are never made current by deploy; the tests run the checks
     (release,) = (root / "releases").glob("2*")
@@ -159,7 +161,7 @@ def traced_nightly(local_deploy, timings, tmp_path_factory):
          "-S", "FdbThroughputCheck.repeats=1", "-S", "FdbWriterScalingCheck.repeats=1",
          "-S", "MultioHammerThroughputCheck.repeats=1",
          "-S", "IO500Check.repeats=1", "-S", "NetcdfOutputCheck.repeats=1"],
-        capture_output=True, text=True, timeout=3 * 3600)
+        capture_output=True, text=True, timeout=1800)
     timings["nightly mode on the Spack stack and Debian's (local), traced"] = \
         time.monotonic() - start
     print(p.stdout[-4000:], p.stderr[-2000:])

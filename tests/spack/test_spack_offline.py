@@ -254,7 +254,7 @@ def test_deploy_from_the_buildcache_refuses_a_lock_that_leaves_specs_to_concreti
     manifest.write_text(manifest.read_text().replace("  - nvme-stage\n", "  - nvme-stage\n  - ecbuild\n"))
     p = subprocess.run([str(repo / "bin" / "iostack"), "deploy", "--site", "local", "--root",
                         str(short_root), "--skip-regression", "--buildcache", str(local_buildcache)],
-                       capture_output=True, text=True, timeout=3600,
+                       capture_output=True, text=True, timeout=1800,
                        env={**os.environ, "IOSTACK_VENV": str(targets.settings().venv)})
     print(p.stdout[-3000:], p.stderr[-3000:])
     errors = [line for line in p.stderr.splitlines() if line.startswith("iostack: error:")]

@@ -106,7 +106,7 @@ def set_stack(repo: pathlib.Path, specs: list[str], renamed: bool = False) -> No
     (site / "spack.lock").write_text(json.dumps(subset_lock(lock, specs), indent=1, sort_keys=True))
 
 
-def iostack(repo, *args, timeout=3600):
+def iostack(repo, *args, timeout=1800):
     start = time.monotonic()
     p = subprocess.run([str(repo / "bin" / "iostack"), *map(str, args)], capture_output=True,
                        text=True, timeout=timeout, env={**os.environ, "IOSTACK_VENV": str(targets.settings().venv)})

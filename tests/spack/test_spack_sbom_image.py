@@ -226,7 +226,7 @@ def namespace(script: str, **env) -> subprocess.CompletedProcess:
     """`script` in a mount namespace of its own (private mounts): what it mounts is gone
     when it ends, and nothing outside sees it."""
     p = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-euo",
-                        "pipefail", "-c", script], capture_output=True, text=True, timeout=3600,
+                        "pipefail", "-c", script], capture_output=True, text=True, timeout=1800,
                        env={**os.environ, **{k: str(v) for k, v in env.items()}})
     print(p.stdout[-6000:], p.stderr[-4000:])
     return p

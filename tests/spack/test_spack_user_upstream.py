@@ -71,7 +71,7 @@ class User:
     #: (a directory other users cannot pass, its child to show them): see reachable_deploy
     mask: tuple[pathlib.Path, str] | None = None
 
-    def run(self, script: str, timeout: float = 3600):
+    def run(self, script: str, timeout: float = 1800):
         """`script` in bash as this user, in their $HOME, with nothing of root's environment;
         SPACK_PYTHON: the tests' Python, which has clingo (the node has no network to
         bootstrap it)."""

@@ -132,7 +132,7 @@ class DebianRoot:
         return dest
 
     def run(self, cmd: list[str] | str, net: bool = True, user: str | None = None,
-            env: dict[str, str] | None = None, check: bool = False, timeout: float = 3600,
+            env: dict[str, str] | None = None, check: bool = False, timeout: float = 1800,
             cwd: str = REPO_IN_ROOT) -> Run:
         """`cmd` in the root, as root (or `user`), with a clean environment."""
         script = cmd if isinstance(cmd, str) else shlex.join(cmd)
