@@ -2,6 +2,7 @@
 recorded spread, never wider than 1% (a 2% increase always fails), the counts that moved
 and the functions that grew, strace's output read by call name, and references refused
 when they are not for the build under test."""
+import contextlib
 import pathlib
 
 import pytest
@@ -294,3 +295,25 @@ def test_the_nightlys_check_runs_every_workload_and_shows_instructions_where_the
         list(named["OPENIFS_WORKLOADS"])
     assert sorted(named["NO_INSTRUCTIONS"]) == sorted(
         n for n, w in counts.WORKLOADS.items() if not w.instructions)
+
+
+def test_a_workload_re_recorded_alone_names_its_own_recording_and_the_rest_keep_theirs(
+        tmp_path, monkeypatch):
+    # `counts record --workload`: the other workloads' numbers, and the file's `recorded`
+    # that names their code, stay; the re-recorded one names the commit it came from
+    monkeypatch.setattr(counts, "_workdir", lambda keep, label: contextlib.nullcontext(tmp_path))
+    monkeypatch.setattr(counts, "_version", lambda cmd: "valgrind-3.19.0")
+    build = {"site": "local", "fdb-archive-bench": "abc1234xyz"}
+    programs = counts.Programs(bench=tmp_path / "b", build=build)
+    out = tmp_path / "r.yaml"
+    both = {**run(), "grib-decode": Measurement({"instructions": 1000.0}, {}, OUT)}
+    monkeypatch.setattr(counts, "measure_all", lambda p, w, names: both)
+    counts.record(programs, out, runs=2, commit="a" * 40)
+    monkeypatch.setattr(counts, "measure_all", lambda p, w, names: run(instructions=600_000.0))
+    counts.record(programs, out, runs=2, names=["fdb-archive-key"], commit="b" * 40)
+    r = counts.load_reference(out, build)
+    assert r["recorded"]["commit"] == "a" * 40
+    key, decode = r["workloads"]["fdb-archive-key"], r["workloads"]["grib-decode"]
+    assert key["recorded"]["commit"] == "b" * 40 and "recorded" not in decode
+    assert key["counts"]["instructions"]["value"] == 600_000.0
+    assert decode["counts"]["instructions"]["value"] == 1000.0

@@ -860,10 +860,14 @@ def record(programs: Programs, out: pathlib.Path, runs: int = 3,
             results.append(measure_all(programs, work, names))
     ref = reference(results, programs.build, commit, _version(["valgrind", "--version"]))
     if names and out.is_file():
-        # only the named workloads re-recorded: the file's others stay as they were
+        # only the named workloads re-recorded: the file's others stay as they were, and so
+        # does the file's `recorded`, which is theirs; each re-recorded workload names its own
+        # recording (its date, commit and valgrind), so every number names the code it came from
         old = load_reference(out, programs.build or None)
-        ref["workloads"] = {**old["workloads"], **ref["workloads"]}
-        ref.setdefault("recorded_before", old.get("recorded_before", [])).append(old["recorded"])
+        ref["workloads"] = {**old["workloads"],
+                            **{name: {**w, "recorded": ref["recorded"]}
+                               for name, w in ref["workloads"].items()}}
+        ref["recorded"] = old["recorded"]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dump(ref))
     return ref
