@@ -32,6 +32,14 @@ def iostack(*args, timeout=6 * 3600):
 
 @pytest.fixture(scope="module")
 def nwp_deploy(tmp_path_factory, timings):
+    """`local/nwp` deployed cold into a fresh root: (root, its release). IOSTACK_TEST_NWP_DEPLOY
+    names a root an earlier cold deploy made instead (a developer's shortcut past the hour's
+    build, as IOSTACK_TEST_LOCAL_DEPLOY is the Spack tier's; the tests switch its release).
+    The nightly workflow never sets it."""
+    reused = os.environ.get("IOSTACK_TEST_NWP_DEPLOY")
+    if reused:
+        (release,) = (pathlib.Path(reused) / "releases").glob("2*")
+        return pathlib.Path(reused), release
     root = tmp_path_factory.mktemp("nwp")
     p, seconds = iostack("deploy", "--site", "local", "--env", "nwp", "--root", root,
                          "--skip-regression")
