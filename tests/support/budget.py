@@ -8,5 +8,5 @@ holds the CI tiers' timeouts to these."""
 LONGEST_WAIT = 1800
 
 #: the Spack tier's cold deploy of `local` from source (tests/spack/conftest.py), 1,380 to
-#: 1,650 s in CI's fresh runs beside the other worker
+#: 1,650 s in CI's runs beside the other worker (1,134 s on a faster VM)
 COLD_DEPLOY = 2700
