@@ -54,6 +54,9 @@ _durations: collections.Counter = collections.Counter()
 # change costs CI can be read on a loaded machine too. A daemon a fixture starts (slurmd) is
 # counted where it is reaped, if ever.
 _cpu: collections.Counter = collections.Counter()
+# where and when each test ran: its xdist worker and its first report's start (epoch s), so
+# a run's critical path can be read from durations.tsv
+_started: dict[str, tuple[str, float]] = {}
 CPU = "iostack cpu"
 DURATIONS = REPO / ".ci" / "durations.tsv"
 
@@ -139,6 +142,9 @@ def pytest_runtest_logreport(report):
         return
     _seconds[tier] += report.duration
     _durations[report.nodeid] += report.duration
+    if report.nodeid not in _started:
+        worker = getattr(getattr(report, "node", None), "gateway", None)
+        _started[report.nodeid] = (getattr(worker, "id", "-"), getattr(report, "start", 0.0))
     if report.when == "call" or (report.when == "setup" and not report.passed):
         if report.skipped:
             _outcomes[tier]["skipped"] += 1
@@ -153,9 +159,12 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session):
     # an xdist worker saw part of the run: the controller writes the whole
     if _durations and not hasattr(session.config, "workerinput"):
-        # wall seconds, CPU seconds, test
-        DURATIONS.write_text("".join(f"{sec:.1f}\t{_cpu[node]:.1f}\t{node}\n"
-                                     for node, sec in _durations.most_common()))
+        # wall seconds, CPU seconds, test, worker, seconds from the first test's start
+        first = min((start for _, start in _started.values() if start), default=0.0)
+        DURATIONS.write_text("".join(
+            f"{sec:.1f}\t{_cpu[node]:.1f}\t{node}\t{_started.get(node, ('-', 0.0))[0]}"
+            f"\t{max(_started.get(node, ('-', first))[1] - first, 0.0):.0f}\n"
+            for node, sec in _durations.most_common()))
 
 
 def pytest_terminal_summary(terminalreporter):
