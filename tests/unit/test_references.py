@@ -12,8 +12,9 @@ from iostack.core.errors import Failed
 from iostack.regression import baseline, references
 
 REFS = references.REFERENCES_DIR
-#: the node that recorded local's committed references (this project's dev VM)
-DEV_NODE = "vm-c43855eb"
+#: the node that recorded local's committed timing references (this project's dev VM since its
+#: reset of 2026-12-02: tests/data/baselines/)
+DEV_NODE = "vm-cf926a47"
 CHECKS = paths.REFRAME_DIR / "checks"
 
 
@@ -48,6 +49,23 @@ def test_every_committed_number_says_where_it_comes_from(path):
                             cls, partition, variant, var)
                     else:  # a number from a document, which REFERENCES.md names
                         assert prov["source"].startswith("["), (cls, partition, variant, var)
+
+
+@pytest.mark.parametrize("path", committed_files(), ids=lambda p: p.name)
+def test_every_recorded_number_names_code_one_can_check_out(path):
+    """A number recorded from nights names the commit they ran (one per night when they
+    differ); a `-dirty` one ran on uncommitted changes that no checkout holds."""
+    dirty = []
+    for cls, section in references.load(path).items():
+        for partition, variants in (section.get("references") or {}).items():
+            for variant, entries in variants.items():
+                for var, e in entries.items():
+                    prov = e["provenance"]
+                    named = [prov.get("commit", "")] + list(prov.get("commits", [])) \
+                        if isinstance(prov, dict) else []
+                    if any(str(c).endswith("-dirty") for c in named):
+                        dirty.append(f"{cls} {partition} {variant} {var}")
+    assert dirty[:3] == [], f"{len(dirty)} values name a -dirty commit"
 
 
 #: the nightly's variants of the timed FDB and NetCDF checks on the local systems
