@@ -162,8 +162,8 @@ def pytest_sessionfinish(session):
         # wall seconds, CPU seconds, test, worker, seconds from the first test's start
         first = min((start for _, start in _started.values() if start), default=0.0)
         DURATIONS.write_text("".join(
-            f"{sec:.1f}\t{_cpu[node]:.1f}\t{node}\t{_started.get(node, ('-', 0.0))[0]}"
-            f"\t{max(_started.get(node, ('-', first))[1] - first, 0.0):.0f}\n"
+            f"{sec:.1f}\t{_cpu[node]:.1f}\t{node}\t{_started[node][0]}"
+            f"\t{max(_started[node][1] - first, 0.0):.0f}\n"
             for node, sec in _durations.most_common()))
 
 

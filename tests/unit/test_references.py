@@ -37,18 +37,23 @@ def test_committed_references_are_sound(path):
         assert f"class {cls}(" in check.read_text()
 
 
-@pytest.mark.parametrize("path", committed_files(), ids=lambda p: p.name)
-def test_every_committed_number_says_where_it_comes_from(path):
+def committed_entries(path):
+    """(check, partition, variant, variable, entry) of every value in a references file."""
     for cls, section in references.load(path).items():
         for partition, variants in (section.get("references") or {}).items():
             for variant, entries in variants.items():
                 for var, e in entries.items():
-                    prov = e["provenance"]
-                    if isinstance(prov, dict) and "recorded" in prov:
-                        assert {"commit", "spack_lock_sha256", "session"} <= set(prov), (
-                            cls, partition, variant, var)
-                    else:  # a number from a document, which REFERENCES.md names
-                        assert prov["source"].startswith("["), (cls, partition, variant, var)
+                    yield cls, partition, variant, var, e
+
+
+@pytest.mark.parametrize("path", committed_files(), ids=lambda p: p.name)
+def test_every_committed_number_says_where_it_comes_from(path):
+    for *where, e in committed_entries(path):
+        prov = e["provenance"]
+        if isinstance(prov, dict) and "recorded" in prov:
+            assert {"commit", "spack_lock_sha256", "session"} <= set(prov), where
+        else:  # a number from a document, which REFERENCES.md names
+            assert prov["source"].startswith("["), where
 
 
 @pytest.mark.parametrize("path", committed_files(), ids=lambda p: p.name)
@@ -56,15 +61,11 @@ def test_every_recorded_number_names_code_one_can_check_out(path):
     """A number recorded from nights names the commit they ran (one per night when they
     differ); a `-dirty` one ran on uncommitted changes that no checkout holds."""
     dirty = []
-    for cls, section in references.load(path).items():
-        for partition, variants in (section.get("references") or {}).items():
-            for variant, entries in variants.items():
-                for var, e in entries.items():
-                    prov = e["provenance"]
-                    named = [prov.get("commit", "")] + list(prov.get("commits", [])) \
-                        if isinstance(prov, dict) else []
-                    if any(str(c).endswith("-dirty") for c in named):
-                        dirty.append(f"{cls} {partition} {variant} {var}")
+    for *where, e in committed_entries(path):
+        prov = e["provenance"]
+        named = [prov.get("commit", ""), *prov.get("commits", [])] if isinstance(prov, dict) else []
+        if any(str(c).endswith("-dirty") for c in named):
+            dirty.append(" ".join(where))
     assert dirty[:3] == [], f"{len(dirty)} values name a -dirty commit"
 
 
