@@ -120,8 +120,8 @@ def test_idealised_forecasts_run_and_fdb_holds_the_grib_files_fields(nwp_deploy,
         # hour over 25 hours, TL159L31 235 over 25
         per_hour = 175 if "t21l19" in tc["name"] else 235
         assert values["messages_compared"] == 25 * per_hour
-        # speeds are the check's to judge (its share bands), not an ordering that a loaded
-        # night could cross: here each is measured and reported
+        # speeds are the check's to judge (its bands, on the node that recorded them), not an
+        # ordering that a loaded night could cross: here each is measured and reported
         assert min(values[k] for k in ("days_per_day", "days_per_day_none",
                                        "days_per_day_grib")) > 0
         assert {"fdb_share", "grib_share"} <= values.keys()
