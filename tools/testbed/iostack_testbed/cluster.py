@@ -66,9 +66,7 @@ TOOLS = ("ip", "unshare", "nsenter", "losetup", "mkfs.xfs", "blkid", "mount", "u
          "sshd", "ssh", "ssh-keygen", "munged", "slurmctld", "slurmd", "sinfo", "scancel")
 SYSTEM_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
 #: the nodes' slurmd (and so their jobs) ahead of whatever else this machine runs, as a real
-#: node has its cores to itself: Open MPI 4.1's MPI_Init race (a rank that leaves the last
-#: fence first sends to a peer not ready, which dies of SIGSEGV) killed 6 of 340 six-rank
-#: steps beside a compile load at nice 0 (3 of 200 with ring fences), 2 of 400 at -10 or -20
+#: node has its cores to itself
 NODE_NICE = -10
 
 

@@ -41,7 +41,7 @@ from iostack_testbed.errors import TestbedError
 PARTITION = "iostack"
 CLUSTER = "iostack"
 # mpi.conf, read from slurm.conf's directory by slurmd and handed to every slurmstepd
-MPI_CONF = "PMIxDirectConn=false\n"
+MPI_CONF = "PMIxDirectConn=true\nPMIxCollFence=ring\n"
 # AF_UNIX socket paths are limited to 108 bytes (sun_path), NUL included.
 MAX_SOCKET_PATH = 107
 DAEMONS = ("munged", "slurmctld", "slurmd")
@@ -218,11 +218,14 @@ class LocalSlurm:
             os.chmod(key, 0o400)
         # no SPANK plugins: an empty plug-stack file instead of the node's own
         (self.state / "etc" / "plugstack.conf").write_text("")
-        # Step daemons talk through slurmd, not directly. With Slurm 22.05's direct
-        # connections a rank of Open MPI 4.1 could leave MPI_Init while a peer still waited
-        # in its modex fence, and the peer died on the first message (SIGSEGV in
-        # mca_btl_tcp: the NULL callback of ob1's first match fragment): 26 of 1,420
-        # six-rank steps here; without them 0 of 1,040 (a tree for every fence: 1 of 880).
+        # Every PMIx fence a ring between the step daemons, over their direct connections
+        # (Slurm's default). Slurm 22.05 fences without data by a tree (and all of them,
+        # without direct connections), and here a tree never left its node: each step
+        # daemon was the root of a tree without children (its debug log). So MPI_Init's
+        # last fence let a rank send before a slower node's rank had its PML, and that
+        # rank died of SIGSEGV (ob1's match callback, still NULL, called by mca_btl_tcp):
+        # 10 of 300 six-rank steps beside three busy loops. test_cluster.py times both
+        # kinds of fence.
         (self.state / "etc" / "mpi.conf").write_text(MPI_CONF)
 
     def write_config(self) -> pathlib.Path:
