@@ -1,7 +1,7 @@
 """The multi-node cluster for real (`iostack-testbed cluster`, tools/testbed/iostack_testbed/cluster.py): the
 nodes of ansible/inventories/local-cluster as namespaces of this machine, each with its
 own slurmd, sshd and XFS scratch. The short forms of what the nightly runs on it: an MPI
-job over three nodes (and sixty back to back in one job), [OCI-OpenFOAM]'s seven staging
+job over three nodes, PMIx fences that span them, [OCI-OpenFOAM]'s seven staging
 steps on a coarse motorBike for 10 iterations, and the per-node hardware check with one
 node drifted. Then `down`, and a
 killed `up`, leave nothing behind. Needs root."""
@@ -159,8 +159,8 @@ def test_no_rank_leaves_a_fence_before_the_last_rank_enters_it(cluster, tmp_path
 def test_seven_staging_steps_through_sbatch_short(cluster, tmp_path, capsys):
     """The check's seven six-rank MPI steps through sbatch, passing at the first attempt.
     Before every fence was a ring (slurm.py's mpi.conf), a rank could leave MPI_Init while
-    a slower node's rank had no PML yet, which died of SIGSEGV: CI's loaded run lost two
-    attempts of three so."""
+    a slower node's rank had no PML yet, which died of SIGSEGV: a fresh run lost all three
+    attempts so."""
     p, report = nightly(cluster, tmp_path, "-n", "MotorBikeStagingCheck",
                         "-S", "surface_level=3", "-S", "background_cells=10,4,4",
                         "-S", "end_time=10", "--max-retries", "0")
